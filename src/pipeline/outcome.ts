@@ -1,0 +1,70 @@
+import { isResilienceError } from './errors.ts';
+
+/** The codes of the resil errors in `E` (never for errors without a literal `code`). */
+export type ErrorCode<E> = E extends { readonly code: infer C extends string } ? C : never;
+
+/**
+ * Handlers for {@link Outcome.match}: `ok` for a value, one optional handler per error code the
+ * pipeline can raise (typed as that error), and `error` for everything else, including whatever
+ * the callback itself threw.
+ */
+export type MatchHandlers<T, E, R> = {
+  ok: (value: T) => R;
+  error: (error: unknown) => R;
+} & { [C in ErrorCode<E>]?: (error: Extract<E, { readonly code: C }>) => R };
+
+interface OutcomeMethods<T, E> {
+  /** Calls the handler for this outcome: `ok`, the one named by the error's `code`, or `error`. */
+  match<R>(handlers: MatchHandlers<T, E, R>): R;
+}
+
+export interface Success<T, E = never> extends OutcomeMethods<T, E> {
+  readonly ok: true;
+  readonly value: T;
+  readonly error?: undefined;
+}
+
+export interface Failure<T, E = never> extends OutcomeMethods<T, E> {
+  readonly ok: false;
+  readonly value?: undefined;
+  /** One of the pipeline's errors `E`, or anything the callback threw. */
+  readonly error: E | unknown;
+}
+
+/**
+ * The result of `pipeline.settle()`: a value or an error, never a throw. `E` is the union of
+ * the errors the pipeline's strategies can raise.
+ */
+export type Outcome<T, E = never> = Success<T, E> | Failure<T, E>;
+
+class OutcomeImpl<T, E> implements OutcomeMethods<T, E> {
+  constructor(
+    readonly ok: boolean,
+    readonly value: T | undefined,
+    readonly error: unknown,
+  ) {}
+
+  match<R>(handlers: MatchHandlers<T, E, R>): R {
+    if (this.ok) return handlers.ok(this.value as T);
+    const error = this.error;
+    if (isResilienceError(error)) {
+      const handler = (handlers as Record<string, ((error: unknown) => R) | undefined>)[error.code];
+      if (handler) return handler(error);
+    }
+    return handlers.error(error);
+  }
+}
+
+export const Outcome = {
+  success<T, E = never>(value: T): Outcome<T, E> {
+    return new OutcomeImpl<T, E>(true, value, undefined) as Success<T, E>;
+  },
+  failure<T = never, E = never>(error: unknown): Outcome<T, E> {
+    return new OutcomeImpl<T, E>(false, undefined, error) as Failure<T, E>;
+  },
+  /** Throws the error of a failure, returns the value of a success. */
+  unwrap<T>(outcome: Outcome<T, unknown>): T {
+    if (outcome.ok) return outcome.value;
+    throw outcome.error;
+  },
+};

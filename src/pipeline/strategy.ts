@@ -1,0 +1,49 @@
+import type { ResilienceContext } from './context.ts';
+import type { Outcome } from './outcome.ts';
+import type { TimeProvider } from './time.ts';
+
+/** The user's callback. */
+export type Callback<T> = (context: ResilienceContext) => T | PromiseLike<T>;
+
+/** Runs the rest of the pipeline (inner strategies, then the callback) with `context`. */
+export type Next = <T>(callback: Callback<T>, context: ResilienceContext) => Promise<Outcome<T, unknown>>;
+
+/**
+ * One built strategy. It runs the rest of the pipeline through `next` and returns an outcome
+ * rather than throwing, so strategies hand results to each other without exceptions.
+ */
+export interface ResilienceStrategy {
+  execute<T>(callback: Callback<T>, context: ResilienceContext, next: Next): Promise<Outcome<T, unknown>>;
+}
+
+/** One strategy event, as received by the builder's `telemetry` listener. */
+export interface TelemetryEvent {
+  /** Polly's event name: `OnRetry`, `OnTimeout`, `OnLockRejected`, `OnLockLost`, ... */
+  readonly event: string;
+  /** The strategy that raised it (`retry`, `timeout`, `lock`, ...). */
+  readonly strategy: string;
+  readonly context: ResilienceContext;
+  /** The same arguments the strategy's own callback (`onRetry`, ...) receives. */
+  readonly args: unknown;
+}
+
+export type TelemetryListener = (event: TelemetryEvent) => void;
+
+/** What a strategy gets from the builder when it is created in `build()`. */
+export interface StrategyEnvironment {
+  readonly timeProvider: TimeProvider;
+  /** Reports an event to the builder's telemetry listener (a no-op when there is none). */
+  report(event: string, context: ResilienceContext, args: unknown): void;
+}
+
+/**
+ * A strategy's options, validated and turned into a {@link ResilienceStrategy} by `build()`.
+ * `E` is the union of the errors the strategy can raise; pipelines track it for `settle()`.
+ */
+export interface StrategyFactory<E = never> {
+  /** The strategy's name in telemetry events (`retry`, `timeout`, ...). */
+  readonly name: string;
+  create(environment: StrategyEnvironment): ResilienceStrategy;
+  /** Type-level only: the errors this strategy can raise. */
+  readonly __errors?: E;
+}

@@ -1,0 +1,60 @@
+/** Opaque handle returned by {@link TimeProvider.setTimeout}. */
+export type TimerHandle = unknown;
+
+/**
+ * The one clock every strategy reads. The system clock by default; tests pass a
+ * `FakeTimeProvider` (from `resil/testing`) so no test ever sleeps.
+ */
+export interface TimeProvider {
+  /** Wall-clock time in epoch milliseconds. */
+  now(): number;
+  /** Monotonic milliseconds from an arbitrary origin: use it to measure elapsed time. */
+  monotonic(): number;
+  /** Calls `callback` once after `ms` milliseconds. */
+  setTimeout(callback: () => void, ms: number): TimerHandle;
+  clearTimeout(handle: TimerHandle): void;
+}
+
+// setTimeout fires at once for delays above 2^31 - 1 ms; clamp instead (about 24.8 days).
+const maxTimerDelay = 2_147_483_647;
+
+const perf = (globalThis as { performance?: { now(): number } }).performance;
+
+/** The system clock: `Date.now()`, `performance.now()` and the global timers. */
+export const systemTimeProvider: TimeProvider = {
+  now: () => Date.now(),
+  monotonic: perf ? () => perf.now() : () => Date.now(),
+  setTimeout: (callback, ms) => globalThis.setTimeout(callback, Math.min(Math.max(ms, 0), maxTimerDelay)),
+  clearTimeout: (handle) => globalThis.clearTimeout(handle as ReturnType<typeof globalThis.setTimeout>),
+};
+
+/** A signal that never aborts: the default when the caller passes none. */
+export const neverAbortedSignal: AbortSignal = new AbortController().signal;
+
+/**
+ * Resolves after `ms` on `time`; rejects with `signal.reason` as soon as `signal` aborts,
+ * clearing the timer.
+ */
+export function delay(
+  time: TimeProvider,
+  ms: number,
+  signal: AbortSignal = neverAbortedSignal,
+): Promise<void> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  if (signal === neverAbortedSignal) {
+    return new Promise((resolve) => {
+      time.setTimeout(resolve, ms);
+    });
+  }
+  return new Promise((resolve, reject) => {
+    const onAbort = () => {
+      time.clearTimeout(handle);
+      reject(signal.reason);
+    };
+    const handle = time.setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}

@@ -1,0 +1,58 @@
+import { errorGuard, ResilienceError } from '../../pipeline/errors.ts';
+
+/** The lock stayed held elsewhere for longer than `wait`. A rejection: the callback never ran. */
+export class LockNotAcquiredError extends ResilienceError {
+  readonly code = 'LOCK_NOT_ACQUIRED';
+  constructor(readonly key: string) {
+    super(`Lock "${key}" is held by another owner.`);
+    this.name = 'LockNotAcquiredError';
+  }
+  override isRejection(): boolean {
+    return true;
+  }
+}
+
+/** The lease was lost while the callback ran. Also the abort reason of the callback's signal. */
+export class LockLostError extends ResilienceError {
+  readonly code = 'LOCK_LOST';
+  constructor(readonly key: string) {
+    super(`Lock "${key}" was lost while the callback ran.`);
+    this.name = 'LockLostError';
+  }
+}
+
+/** A write carried a fencing token lower than one the resource has already seen; nothing was written. */
+export class StaleTokenError extends ResilienceError {
+  readonly code = 'STALE_TOKEN';
+  constructor(
+    readonly resource: string,
+    readonly token: number,
+    /** The highest token seen for `resource`, when the store reports it. */
+    readonly highestToken?: number,
+  ) {
+    super(
+      `Stale fencing token ${token} for "${resource}"${highestToken === undefined ? '' : ` (highest seen: ${highestToken})`}: write refused.`,
+    );
+    this.name = 'StaleTokenError';
+  }
+}
+
+/**
+ * The lock store could not be reached (or did not answer in time). The lock fails closed: the
+ * callback does not run. The message never contains connection credentials.
+ */
+export class StoreUnavailableError extends ResilienceError {
+  readonly code = 'STORE_UNAVAILABLE';
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'StoreUnavailableError';
+  }
+  override isRejection(): boolean {
+    return true;
+  }
+}
+
+export const isLockNotAcquiredError = errorGuard<LockNotAcquiredError>('LOCK_NOT_ACQUIRED');
+export const isLockLostError = errorGuard<LockLostError>('LOCK_LOST');
+export const isStaleTokenError = errorGuard<StaleTokenError>('STALE_TOKEN');
+export const isStoreUnavailableError = errorGuard<StoreUnavailableError>('STORE_UNAVAILABLE');

@@ -1,0 +1,31 @@
+/** A live lease as a store reports it. */
+export interface LeaseInfo {
+  /** The owner id the holder acquired it under. */
+  readonly owner: string;
+  /** The fencing token of this acquisition. */
+  readonly token: number;
+  /** When the lease expires unless renewed, by the store's clock. */
+  readonly expiresAt: Date;
+}
+
+/**
+ * Lease storage behind the lock strategy. Every method must be atomic for its key, so stores
+ * (memory, Redis, PostgreSQL, your own) can be swapped in. `resil/testing` has a conformance
+ * suite that checks these rules against a real instance of a store.
+ */
+export interface LockStore {
+  /**
+   * If `key` has no live lease: store `{ owner, expires: now + ttlMs }`, bump the key's fencing
+   * token and return it. Otherwise return `undefined`. Tokens only ever increase per key, also
+   * across expiry and release.
+   */
+  acquire(key: string, owner: string, ttlMs: number): Promise<number | undefined>;
+  /** If the live lease on `key` belongs to `owner`: push its expiry to now + ttlMs and return true. Else false. */
+  renew(key: string, owner: string, ttlMs: number): Promise<boolean>;
+  /** Delete the lease only if it belongs to `owner` (never a lease someone else took after expiry). */
+  release(key: string, owner: string): Promise<void>;
+  /** The live lease on `key`, or `undefined` when there is none. Used by `resil lock status`. */
+  inspect?(key: string): Promise<LeaseInfo | undefined>;
+  /** The store's own clock in epoch ms (Redis `TIME`, PostgreSQL `now()`). */
+  now?(): Promise<number>;
+}

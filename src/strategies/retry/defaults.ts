@@ -1,0 +1,13 @@
+/** Retry defaults, as in Polly v8. A test pins each of them. */
+export const retryDefaults = {
+  maxRetryAttempts: 3,
+  delay: 2_000,
+  backoffType: 'constant',
+  useJitter: false,
+} as const;
+
+/** Polly's bounds: at least one retry; delays from zero to one day. */
+export const retryLimits = {
+  maxRetryAttempts: { min: 1, max: Number.MAX_SAFE_INTEGER },
+  delay: { min: 0, max: 86_400_000 },
+} as const;

@@ -1,0 +1,1 @@
+export { FakeTimeProvider } from './fake-time-provider.ts';
