@@ -1,3 +1,5 @@
+export { defineConfig, defineJob } from './config/define.ts';
+export type { JobContext, JobDefinition, JobLockOptions, JobLogger, ResilConfig } from './config/types.ts';
 export { currentContext } from './pipeline/ambient.ts';
 export { DerivedSignal, ResilienceContext, type SignalSource } from './pipeline/context.ts';
 export { type Duration, type DurationUnit, formatDuration, parseDuration } from './pipeline/duration.ts';
@@ -35,6 +37,23 @@ export {
   type TimeProvider,
   type TimerHandle,
 } from './pipeline/time.ts';
+export {
+  isLockLostError,
+  isLockNotAcquiredError,
+  isStaleTokenError,
+  isStoreUnavailableError,
+  LockLostError,
+  LockNotAcquiredError,
+  StaleTokenError,
+  StoreUnavailableError,
+} from './strategies/lock/errors.ts';
+export {
+  hasRunLedger,
+  type RunLedger,
+  type RunOutcome,
+  type RunRecord,
+} from './strategies/lock/run-ledger.ts';
+export type { LeaseInfo, LockStore } from './strategies/lock/store.ts';
 export { retryDefaults } from './strategies/retry/defaults.ts';
 export type {
   BackoffType,

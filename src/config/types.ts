@@ -1,0 +1,100 @@
+import type { Duration } from '../pipeline/duration.ts';
+import type { LockStore } from '../strategies/lock/store.ts';
+import type { RetryStrategyOptions } from '../strategies/retry/options.ts';
+
+/** The logger a job receives: pino's methods, no pino types needed. */
+export interface JobLogger {
+  debug(object: object | string, message?: string): void;
+  info(object: object | string, message?: string): void;
+  warn(object: object | string, message?: string): void;
+  error(object: object | string, message?: string): void;
+}
+
+/** What `run(ctx)` receives for one attempt of one scheduled occurrence. */
+export interface JobContext {
+  /** Aborted on timeout, on a lost lease and on shutdown after the grace period. Pass it on. */
+  readonly signal: AbortSignal;
+  /** The job's name. */
+  readonly job: string;
+  /** The instant the schedule named for this occurrence; identical on every instance. */
+  readonly scheduledAt: Date;
+  /** 1 for the first attempt, 2 for the first retry, ... */
+  readonly attempt: number;
+  readonly logger: JobLogger;
+  /** The fencing token of the job's lock (also `getLockToken()`); undefined for `lock: false`. */
+  readonly token: number | undefined;
+}
+
+export interface JobLockOptions {
+  /** Lock key. Defaults to the job's name. */
+  key?: string;
+  /** Lease length, renewed every ttl / 3 while the job runs. Defaults to 30 s. */
+  ttl?: Duration;
+  /** How long to wait for a held lock before skipping. Defaults to 0 (skip at once). */
+  wait?: Duration;
+}
+
+export interface JobDefinition {
+  /** Unique name: the default lock key, the key of the run ledger, the name in logs. */
+  name: string;
+  /** Cron expression (croner syntax, optional seconds field), e.g. `'0 2 * * *'`. */
+  schedule: string;
+  /** The work. Honour `ctx.signal`; pass `ctx.token` to writes that must be fenced. */
+  run: (ctx: JobContext) => unknown;
+  /** IANA timezone for the schedule. Defaults to the config's `timezone`, else the machine's. */
+  timezone?: string;
+  /** `false` to run without a lock (no fleet-wide dedup). Defaults to `{ key: name, ttl: '30s', wait: 0 }`. */
+  lock?: false | JobLockOptions;
+  /** Per-attempt timeout. Defaults to none. */
+  timeout?: Duration | false;
+  /** Retry options (Polly v8 names), or `false`. Defaults to no retry. */
+  retry?: false | RetryStrategyOptions;
+  /** `false` to keep the job in the config without scheduling it. Defaults to true. */
+  enabled?: boolean;
+  /**
+   * At start, the latest scheduled occurrence inside this window that the ledger does not hold
+   * runs once. Defaults to none (no catch-up). A job the ledger has never seen is not backfilled.
+   */
+  catchUp?: Duration;
+  /** A fire that starts later than this after its instant is skipped as `missed`. Defaults to 1 min. */
+  startingDeadline?: Duration;
+}
+
+export interface ResilConfig {
+  /** Where leases and the run ledger live, shared by every job. Defaults to a MemoryLockStore. */
+  store?: LockStore;
+  /** Default timezone for every job. */
+  timezone?: string;
+  /** Name of this instance in the ledger and logs. Defaults to `hostname:pid`. */
+  instance?: string;
+  /** On SIGINT/SIGTERM, how long running jobs may finish before their signals abort. Defaults to 30 s. */
+  shutdownGrace?: Duration;
+  /** How long completed occurrences stay in the run ledger. Defaults to 7 days. */
+  ledgerRetention?: Duration;
+  jobs: JobDefinition[];
+}
+
+/** A job after validation: durations in ms, defaults applied. */
+export interface ResolvedJob {
+  readonly name: string;
+  readonly schedule: string;
+  readonly timezone: string | undefined;
+  readonly run: (ctx: JobContext) => unknown;
+  readonly lock: false | { readonly key: string; readonly ttlMs: number; readonly waitMs: number };
+  readonly timeoutMs: number | undefined;
+  readonly retry: false | RetryStrategyOptions;
+  readonly enabled: boolean;
+  readonly catchUpMs: number | undefined;
+  readonly startingDeadlineMs: number;
+}
+
+/** A config after validation. */
+export interface ResolvedConfig {
+  /** The file it came from. */
+  readonly filepath: string;
+  readonly store: LockStore;
+  readonly instance: string;
+  readonly shutdownGraceMs: number;
+  readonly ledgerRetentionMs: number;
+  readonly jobs: readonly ResolvedJob[];
+}
