@@ -11,6 +11,7 @@ export default defineConfig({
     ],
   },
   test: {
+    reporters: ['default', './test/support/summary-reporter.ts'],
     include: ['test/**/*.test.ts'],
     typecheck: { enabled: true, include: ['test/**/*.test-d.ts'] },
     testTimeout: 20_000,
