@@ -37,6 +37,35 @@ export {
   type TimeProvider,
   type TimerHandle,
 } from './pipeline/time.ts';
+export { circuitBreakerDefaults } from './strategies/circuit-breaker/defaults.ts';
+export {
+  BrokenCircuitError,
+  IsolatedCircuitError,
+  isBrokenCircuitError,
+  isIsolatedCircuitError,
+} from './strategies/circuit-breaker/errors.ts';
+export {
+  CircuitBreakerManualControl,
+  CircuitBreakerStateProvider,
+} from './strategies/circuit-breaker/manual-control.ts';
+export type {
+  BreakDurationGeneratorArguments,
+  CircuitBreakerPredicateArguments,
+  CircuitBreakerStrategyOptions,
+  CircuitState,
+  OnCircuitClosedArguments,
+  OnCircuitHalfOpenedArguments,
+  OnCircuitOpenedArguments,
+} from './strategies/circuit-breaker/options.ts';
+export { circuitBreakerStrategy } from './strategies/circuit-breaker/strategy.ts';
+export type {
+  FallbackActionArguments,
+  FallbackPredicateArguments,
+  FallbackStrategyOptions,
+  OnFallbackArguments,
+} from './strategies/fallback/options.ts';
+export { fallbackStrategy } from './strategies/fallback/strategy.ts';
+export { lockDefaults } from './strategies/lock/defaults.ts';
 export {
   isLockLostError,
   isLockNotAcquiredError,
@@ -47,6 +76,12 @@ export {
   StaleTokenError,
   StoreUnavailableError,
 } from './strategies/lock/errors.ts';
+export { MemoryLockStore, type MemoryLockStoreOptions } from './strategies/lock/memory-store.ts';
+export type {
+  LockEventArguments,
+  LockStoreErrorArguments,
+  LockStrategyOptions,
+} from './strategies/lock/options.ts';
 export {
   hasRunLedger,
   type RunLedger,
@@ -54,6 +89,8 @@ export {
   type RunRecord,
 } from './strategies/lock/run-ledger.ts';
 export type { LeaseInfo, LockStore } from './strategies/lock/store.ts';
+export { type LockStrategyError, lockStrategy } from './strategies/lock/strategy.ts';
+export { getLockToken, LOCK_TOKEN } from './strategies/lock/token.ts';
 export { retryDefaults } from './strategies/retry/defaults.ts';
 export type {
   BackoffType,

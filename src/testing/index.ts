@@ -1,1 +1,4 @@
+export type { ConformanceFactory } from './conformance-namespace.ts';
 export { FakeTimeProvider } from './fake-time-provider.ts';
+export { describeLockStoreConformance, type LockStoreConformanceOptions } from './lock-store-conformance.ts';
+export { describeRunLedgerConformance } from './run-ledger-conformance.ts';

@@ -15,8 +15,12 @@ export class LockNotAcquiredError extends ResilienceError {
 /** The lease was lost while the callback ran. Also the abort reason of the callback's signal. */
 export class LockLostError extends ResilienceError {
   readonly code = 'LOCK_LOST';
-  constructor(readonly key: string) {
-    super(`Lock "${key}" was lost while the callback ran.`);
+  constructor(
+    readonly key: string,
+    /** `cause`: what the callback failed with after the loss, when that was not this error itself. */
+    options?: { cause?: unknown },
+  ) {
+    super(`Lock "${key}" was lost while the callback ran.`, options);
     this.name = 'LockLostError';
   }
 }

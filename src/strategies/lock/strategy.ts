@@ -1,0 +1,216 @@
+import { DerivedSignal, type ResilienceContext } from '../../pipeline/context.ts';
+import { parseDuration } from '../../pipeline/duration.ts';
+import { InvalidOptionError } from '../../pipeline/errors.ts';
+import { Outcome } from '../../pipeline/outcome.ts';
+import type {
+  Callback,
+  Next,
+  ResilienceStrategy,
+  StrategyEnvironment,
+  StrategyFactory,
+} from '../../pipeline/strategy.ts';
+import { delay, neverAbortedSignal } from '../../pipeline/time.ts';
+import { lockDefaults, lockTiming } from './defaults.ts';
+import { LockLostError, LockNotAcquiredError, type StoreUnavailableError } from './errors.ts';
+import { HeldLease, type LeaseSettings } from './held-lease.ts';
+import { defaultLockStoreFor } from './memory-store.ts';
+import type { LockEventArguments, LockStoreErrorArguments, LockStrategyOptions } from './options.ts';
+import { randomOwnerId } from './owner-id.ts';
+import type { LockStore } from './store.ts';
+import { LOCK_TOKEN } from './token.ts';
+
+/** The errors a lock strategy can raise (`StoreUnavailableError` comes from distributed stores). */
+export type LockStrategyError = LockNotAcquiredError | LockLostError | StoreUnavailableError;
+
+/**
+ * Runs the rest of the pipeline only while holding a lease on `key(context)`: a mutex across
+ * executions, and across processes with a shared store.
+ *
+ * - Acquire under a random owner id; while the lock is held elsewhere, poll (50 ms, doubling up to
+ *   1 s) until `wait` runs out, then fail with `LockNotAcquiredError`. A store error fails closed.
+ * - Run the callback with the lease's fencing token (`getLockToken()`, `LOCK_TOKEN`).
+ * - Renew every `ttl / 3`; a renewal that hits a store error is retried while the lease is valid.
+ * - Lose: when the store refuses a renewal or the lease may have expired, abort the callback's
+ *   signal with `LockLostError` and call `onLockLost`; a failing callback then reports `LockLostError`.
+ * - Release when the callback ends, if this owner still holds the lease; a failed release is ignored.
+ *
+ * Not reentrant: a nested lock on the same key waits for (or fails against) the outer one.
+ *
+ * @example
+ * new PipelineBuilder().add(lockStrategy({ key: () => 'nightly-report', ttl: '30s' }))
+ */
+export function lockStrategy(options: LockStrategyOptions): StrategyFactory<LockStrategyError> {
+  return {
+    name: 'lock',
+    create: (environment) => new LockStrategy(options, environment),
+  };
+}
+
+class LockStrategy implements ResilienceStrategy {
+  readonly #key: (context: ResilienceContext) => string;
+  readonly #wait: number;
+  readonly #settings: LeaseSettings;
+
+  constructor(options: LockStrategyOptions, environment: StrategyEnvironment) {
+    if (typeof options !== 'object' || options === null) {
+      throw new InvalidOptionError('lock', options, 'an options object with a key function');
+    }
+    if (typeof options.key !== 'function') {
+      throw new InvalidOptionError('lock.key', options.key, "a function returning the key, e.g. () => 'job'");
+    }
+    const ttl = parseDuration(options.ttl ?? lockDefaults.ttl, 'lock.ttl');
+    if (!(ttl > 0)) throw new InvalidOptionError('lock.ttl', options.ttl, 'a duration > 0');
+    this.#wait = parseDuration(options.wait ?? lockDefaults.wait, 'lock.wait');
+    if (options.store !== undefined && !isLockStore(options.store)) {
+      throw new InvalidOptionError(
+        'lock.store',
+        options.store,
+        'a LockStore with acquire, renew and release',
+      );
+    }
+    if (options.onLockLost !== undefined && typeof options.onLockLost !== 'function') {
+      throw new InvalidOptionError('lock.onLockLost', options.onLockLost, 'a function');
+    }
+    this.#key = options.key;
+    this.#settings = {
+      store: options.store ?? defaultLockStoreFor(environment.timeProvider),
+      ttl,
+      renewEvery: ttl / lockTiming.renewDivisor,
+      environment,
+      onLockLost: options.onLockLost,
+    };
+  }
+
+  async execute<T>(
+    callback: Callback<T>,
+    context: ResilienceContext,
+    next: Next,
+  ): Promise<Outcome<T, unknown>> {
+    const key = this.#key(context);
+    if (typeof key !== 'string' || key === '') {
+      return Outcome.failure(new InvalidOptionError('lock.key()', key, 'a non-empty string'));
+    }
+    const { store, ttl, environment } = this.#settings;
+    const time = environment.timeProvider;
+    const owner = randomOwnerId();
+    let requestedAt = time.monotonic();
+    let token: number | undefined;
+    try {
+      token = await store.acquire(key, owner, ttl);
+    } catch (error) {
+      return Outcome.failure(error);
+    }
+    if (token === undefined) {
+      const acquired = await this.#waitForLock(key, owner, context, requestedAt);
+      if (acquired instanceof WaitFailure) return Outcome.failure(acquired.error);
+      token = acquired.token;
+      requestedAt = acquired.requestedAt;
+    }
+
+    const signal = new DerivedSignal(context);
+    const inner = context.derive(signal);
+    inner.properties.set(LOCK_TOKEN, token);
+    const lease = new HeldLease(this.#settings, key, owner, context, signal, requestedAt);
+    let outcome: Outcome<T, unknown>;
+    try {
+      outcome = await next(callback, inner);
+    } finally {
+      lease.stop();
+      signal.dispose();
+      if (!lease.refused) await this.#release(key, owner, context);
+      if (lease.lossHandled) await lease.lossHandled;
+    }
+    const lost = lease.lostError;
+    if (lost === undefined || outcome.ok) return outcome;
+    return Outcome.failure(outcome.error === lost ? lost : new LockLostError(key, { cause: outcome.error }));
+  }
+
+  /** Polls until the lock is free or `wait` (counted from the first attempt) runs out. */
+  async #waitForLock(
+    key: string,
+    owner: string,
+    context: ResilienceContext,
+    startedAt: number,
+  ): Promise<{ token: number; requestedAt: number } | WaitFailure> {
+    const { store, ttl, environment } = this.#settings;
+    const time = environment.timeProvider;
+    const deadline = startedAt + this.#wait;
+    let signal: AbortSignal | undefined;
+    let pollDelay: number = lockTiming.pollInitialDelay;
+    for (;;) {
+      const remaining = deadline - time.monotonic();
+      if (remaining <= 0) break;
+      // Read only now: a derived context creates its signal on first read, and fail-fast locks never wait.
+      signal ??= context.signal;
+      try {
+        await delay(time, Math.min(pollDelay, remaining), signal);
+      } catch (reason) {
+        return new WaitFailure(reason);
+      }
+      pollDelay = Math.min(pollDelay * 2, lockTiming.pollMaxDelay);
+      const requestedAt = time.monotonic();
+      try {
+        const token = await untilAborted(store.acquire(key, owner, ttl), signal, (late) => {
+          // The caller gave up while the request was in flight: hand back what it won.
+          if (late !== undefined) this.#release(key, owner, context);
+        });
+        if (token !== undefined) return { token, requestedAt };
+      } catch (error) {
+        return new WaitFailure(error);
+      }
+    }
+    const args: LockEventArguments = { context, key };
+    environment.report('OnLockRejected', context, args);
+    return new WaitFailure(new LockNotAcquiredError(key));
+  }
+
+  /** Releases the lease if `owner` still holds it. Never throws: the lease expires anyway. */
+  async #release(key: string, owner: string, context: ResilienceContext): Promise<void> {
+    try {
+      await this.#settings.store.release(key, owner);
+    } catch (error) {
+      const args: LockStoreErrorArguments = { context, key, error };
+      this.#settings.environment.report('OnLockReleaseFailed', context, args);
+    }
+  }
+}
+
+class WaitFailure {
+  constructor(readonly error: unknown) {}
+}
+
+/**
+ * `promise`, or a rejection with `signal.reason` as soon as `signal` aborts. `onLate` receives
+ * the value if the promise settles after the abort.
+ */
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal, onLate: (value: T) => void): Promise<T> {
+  if (signal === neverAbortedSignal) return promise;
+  return new Promise((resolve, reject) => {
+    const onAbort = () => {
+      promise.then(onLate, () => {});
+      reject(signal.reason);
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
+}
+
+function isLockStore(value: unknown): value is LockStore {
+  const store = value as Partial<LockStore> | null;
+  return (
+    typeof store === 'object' &&
+    store !== null &&
+    typeof store.acquire === 'function' &&
+    typeof store.renew === 'function' &&
+    typeof store.release === 'function'
+  );
+}

@@ -1,0 +1,310 @@
+import { describe, expect, it } from 'vitest';
+import type { LockStore } from '../strategies/lock/store.ts';
+import { type ConformanceFactory, sleep, uniqueNamespace } from './conformance-namespace.ts';
+
+export interface LockStoreConformanceOptions {
+  /**
+   * The short ttl of the expiry tests, in ms. Expiry is judged by the store's own clock, so these
+   * tests wait in real time. Defaults to 300; raise it for a store far away on the network.
+   */
+  expiryTtlMs?: number;
+  /** Acquirers racing for one key in the atomicity test. Defaults to 50. */
+  concurrentAcquirers?: number;
+}
+
+const longTtl = 30_000;
+/** Slack for stores whose clock has millisecond (or coarser) resolution. */
+const clockResolution = 5;
+
+const monotonicNow = () => performance.now();
+
+/**
+ * Registers a vitest suite that checks `factory`'s store against the {@link LockStore} contract:
+ * atomic acquire under concurrency, owner checks on renew and release, expiry by the store's clock,
+ * fencing tokens that only increase per key (across release and expiry), and, when the store has
+ * them, `inspect()` and `now()`. Call it at the top level of a test file; `vitest` must be installed
+ * (it is imported by this module).
+ *
+ * `factory` is called once per test with a fresh namespace; use it as the key prefix. Close
+ * connections in your own `afterAll`.
+ *
+ * @example
+ * // test/my-store.test.ts
+ * import { describeLockStoreConformance } from 'resil/testing';
+ * const redis = new Redis();
+ * afterAll(() => redis.quit());
+ * describeLockStoreConformance('RedisLockStore', (prefix) => new RedisLockStore(redis, { prefix }));
+ */
+export function describeLockStoreConformance(
+  name: string,
+  factory: ConformanceFactory<LockStore>,
+  options: LockStoreConformanceOptions = {},
+): void {
+  const ttl = options.expiryTtlMs ?? 300;
+  const acquirers = options.concurrentAcquirers ?? 50;
+  const timeout = Math.max(10_000, ttl * 20);
+
+  /** A fresh store and a key of its own. */
+  async function setUp(): Promise<{ store: LockStore; key: (name?: string) => string }> {
+    const namespace = uniqueNamespace();
+    const store = await factory(namespace);
+    return { store, key: (suffix = 'lock') => `${namespace}${suffix}` };
+  }
+
+  /** Polls `acquire` until it succeeds; fails the test past `bound` ms. */
+  async function acquireEventually(store: LockStore, key: string, owner: string, bound = ttl + 3_000) {
+    const startedAt = monotonicNow();
+    for (;;) {
+      const token = await store.acquire(key, owner, longTtl);
+      if (token !== undefined) return token;
+      if (monotonicNow() - startedAt > bound) {
+        throw new Error(`"${key}" was still held ${bound} ms later: the lease did not expire.`);
+      }
+      await sleep(10);
+    }
+  }
+
+  /**
+   * Runs a real-time scenario up to 3 times: it returns false when the machine was too slow for
+   * its timing assumptions (a sleep overshot), which says nothing about the store.
+   */
+  async function timed(scenario: () => Promise<boolean>): Promise<void> {
+    for (let attempt = 1; attempt <= 3; attempt++) {
+      if (await scenario()) return;
+    }
+    throw new Error('The machine was too slow for this timing test three times in a row.');
+  }
+
+  describe(`LockStore conformance: ${name}`, () => {
+    describe('acquire', () => {
+      it('returns a positive integer fencing token for a free key', async () => {
+        const { store, key } = await setUp();
+        const token = await store.acquire(key(), 'owner-a', longTtl);
+        expect(Number.isSafeInteger(token)).toBe(true);
+        expect(token).toBeGreaterThan(0);
+      });
+
+      it('returns undefined while the lease is live, for another owner and for the holder itself', async () => {
+        const { store, key } = await setUp();
+        await store.acquire(key(), 'owner-a', longTtl);
+        expect(await store.acquire(key(), 'owner-b', longTtl)).toBeUndefined();
+        expect(await store.acquire(key(), 'owner-a', longTtl)).toBeUndefined();
+      });
+
+      it(`is atomic: exactly one of ${acquirers} concurrent acquirers wins`, async () => {
+        const { store, key } = await setUp();
+        const results = await Promise.all(
+          Array.from({ length: acquirers }, (_, index) => store.acquire(key(), `owner-${index}`, longTtl)),
+        );
+        const winners = results.filter((token) => token !== undefined);
+        expect(winners).toHaveLength(1);
+        if (store.inspect) {
+          const lease = await store.inspect(key());
+          expect(lease?.owner).toBe(`owner-${results.findIndex((token) => token !== undefined)}`);
+          expect(lease?.token).toBe(winners[0]);
+        }
+      });
+
+      it('keeps keys apart: concurrent acquirers on 10 keys get exactly one winner per key', async () => {
+        const { store, key } = await setUp();
+        const keys = Array.from({ length: 10 }, (_, index) => key(`lock-${index}`));
+        const results = await Promise.all(
+          keys.flatMap((lockKey) =>
+            Array.from({ length: 5 }, (_, index) =>
+              store.acquire(lockKey, `owner-${index}`, longTtl).then((token) => ({ lockKey, token })),
+            ),
+          ),
+        );
+        for (const lockKey of keys) {
+          const won = results.filter((result) => result.lockKey === lockKey && result.token !== undefined);
+          expect(won, lockKey).toHaveLength(1);
+        }
+      });
+    });
+
+    describe('renew', () => {
+      it('succeeds for the holder only, and never transfers the lease', async () => {
+        const { store, key } = await setUp();
+        const token = await store.acquire(key(), 'owner-a', longTtl);
+        expect(await store.renew(key(), 'owner-b', longTtl)).toBe(false);
+        expect(await store.renew(key(), 'owner-a', longTtl)).toBe(true);
+        expect(await store.acquire(key(), 'owner-b', longTtl)).toBeUndefined();
+        if (store.inspect) expect(await store.inspect(key())).toMatchObject({ owner: 'owner-a', token });
+      });
+
+      it('returns false for a free key and after release, without creating a lease', async () => {
+        const { store, key } = await setUp();
+        expect(await store.renew(key(), 'owner-a', longTtl)).toBe(false);
+        await store.acquire(key(), 'owner-a', longTtl);
+        await store.release(key(), 'owner-a');
+        expect(await store.renew(key(), 'owner-a', longTtl)).toBe(false);
+        expect(await store.acquire(key(), 'owner-b', longTtl)).toBeDefined();
+      });
+
+      it(
+        'pushes the expiry to now + ttl',
+        async () => {
+          await timed(async () => {
+            const { store, key } = await setUp();
+            await store.acquire(key(), 'owner-a', ttl);
+            const acquiredAt = monotonicNow();
+            await sleep(ttl * 0.6);
+            const renewRequestedAt = monotonicNow();
+            expect(await store.renew(key(), 'owner-a', ttl)).toBe(true);
+            // Past the first lease's expiry, before the renewed one's.
+            await sleep(acquiredAt + ttl * 1.2 - monotonicNow());
+            const taken = await store.acquire(key(), 'owner-b', ttl);
+            if (monotonicNow() >= renewRequestedAt + ttl - clockResolution) return false;
+            expect(taken).toBeUndefined();
+            return true;
+          });
+        },
+        timeout,
+      );
+
+      it(
+        'returns false once the lease has expired, even if nobody took it',
+        async () => {
+          const { store, key } = await setUp();
+          await store.acquire(key(), 'owner-a', ttl);
+          await sleep(ttl + 50);
+          expect(await store.renew(key(), 'owner-a', ttl)).toBe(false);
+        },
+        timeout,
+      );
+    });
+
+    describe('release', () => {
+      it('frees the key at once for the next owner', async () => {
+        const { store, key } = await setUp();
+        await store.acquire(key(), 'owner-a', longTtl);
+        await store.release(key(), 'owner-a');
+        expect(await store.acquire(key(), 'owner-b', longTtl)).toBeDefined();
+      });
+
+      it("does not delete another owner's lease", async () => {
+        const { store, key } = await setUp();
+        await store.acquire(key(), 'owner-a', longTtl);
+        await store.release(key(), 'owner-b');
+        expect(await store.acquire(key(), 'owner-b', longTtl)).toBeUndefined();
+        expect(await store.renew(key(), 'owner-a', longTtl)).toBe(true);
+      });
+
+      it('resolves for a free key', async () => {
+        const { store, key } = await setUp();
+        await expect(store.release(key(), 'owner-a')).resolves.toBeUndefined();
+      });
+
+      it(
+        'by an expired holder leaves the lease its successor took',
+        async () => {
+          const { store, key } = await setUp();
+          await store.acquire(key(), 'owner-a', ttl);
+          await sleep(ttl + 50);
+          const token = await store.acquire(key(), 'owner-b', longTtl);
+          expect(token).toBeDefined();
+          await store.release(key(), 'owner-a');
+          expect(await store.acquire(key(), 'owner-c', longTtl)).toBeUndefined();
+          expect(await store.renew(key(), 'owner-b', longTtl)).toBe(true);
+        },
+        timeout,
+      );
+    });
+
+    describe('expiry', () => {
+      it(
+        'a lease stays held until ttl has passed by the store clock, then anyone can take it',
+        async () => {
+          const { store, key } = await setUp();
+          const requestedAt = monotonicNow();
+          await store.acquire(key(), 'owner-a', ttl);
+          const early = await store.acquire(key(), 'owner-b', ttl);
+          if (monotonicNow() - requestedAt < ttl - clockResolution) expect(early).toBeUndefined();
+          await acquireEventually(store, key(), 'owner-b');
+          // The store set the expiry after the first request was sent: it cannot have expired sooner.
+          expect(monotonicNow() - requestedAt).toBeGreaterThanOrEqual(ttl - clockResolution);
+        },
+        timeout,
+      );
+    });
+
+    describe('fencing tokens', () => {
+      it(
+        'only increase per key: across release, expiry and owners',
+        async () => {
+          const { store, key } = await setUp();
+          const first = (await store.acquire(key(), 'owner-a', longTtl))!;
+          await store.release(key(), 'owner-a');
+          const second = (await store.acquire(key(), 'owner-b', ttl))!;
+          expect(second).toBeGreaterThan(first);
+          const third = await acquireEventually(store, key(), 'owner-c');
+          expect(third).toBeGreaterThan(second);
+          await store.release(key(), 'owner-c');
+          const fourth = (await store.acquire(key(), 'owner-c', longTtl))!;
+          expect(fourth).toBeGreaterThan(third);
+        },
+        timeout,
+      );
+
+      it('are not consumed by failed acquires', async () => {
+        const { store, key } = await setUp();
+        const first = (await store.acquire(key(), 'owner-a', longTtl))!;
+        for (let index = 0; index < 5; index++) await store.acquire(key(), `owner-${index}`, longTtl);
+        await store.release(key(), 'owner-a');
+        const second = (await store.acquire(key(), 'owner-b', longTtl))!;
+        expect(second).toBeGreaterThan(first);
+        if (store.inspect) expect((await store.inspect(key()))?.token).toBe(second);
+      });
+    });
+
+    describe('inspect', () => {
+      it('reports the live lease: owner, token and expiry by the store clock', async (context) => {
+        const { store, key } = await setUp();
+        if (!store.inspect) return context.skip('the store has no inspect()');
+        const before = store.now ? await store.now() : Date.now();
+        const token = await store.acquire(key(), 'owner-a', longTtl);
+        const after = store.now ? await store.now() : Date.now();
+        const lease = await store.inspect(key());
+        expect(lease).toMatchObject({ owner: 'owner-a', token });
+        expect(lease!.expiresAt).toBeInstanceOf(Date);
+        const expiresAt = lease!.expiresAt.getTime();
+        // Remote clocks (Redis TIME, PostgreSQL now()) may round to the millisecond or the second.
+        expect(expiresAt).toBeGreaterThanOrEqual(before + longTtl - 1_000);
+        expect(expiresAt).toBeLessThanOrEqual(after + longTtl + 1_000);
+        expect(await store.renew(key(), 'owner-a', longTtl * 2)).toBe(true);
+        expect((await store.inspect(key()))!.expiresAt.getTime()).toBeGreaterThan(expiresAt);
+      });
+
+      it(
+        'returns undefined for a free, a released and an expired key',
+        async (context) => {
+          const { store, key } = await setUp();
+          if (!store.inspect) return context.skip('the store has no inspect()');
+          expect(await store.inspect(key())).toBeUndefined();
+          await store.acquire(key(), 'owner-a', longTtl);
+          await store.release(key(), 'owner-a');
+          expect(await store.inspect(key())).toBeUndefined();
+          await store.acquire(key(), 'owner-a', ttl);
+          await sleep(ttl + 50);
+          expect(await store.inspect(key())).toBeUndefined();
+        },
+        timeout,
+      );
+    });
+
+    describe('now', () => {
+      it('returns the store clock in epoch ms, close to this machine and never going back', async (context) => {
+        const { store } = await setUp();
+        if (!store.now) return context.skip('the store has no now()');
+        const first = await store.now();
+        expect(Number.isFinite(first)).toBe(true);
+        // Generous: only catches seconds-vs-milliseconds and similar unit mistakes.
+        expect(Math.abs(first - Date.now())).toBeLessThan(5 * 60_000);
+        await sleep(20);
+        const second = await store.now();
+        expect(second).toBeGreaterThanOrEqual(first);
+        expect(second - first).toBeLessThan(5_000);
+      });
+    });
+  });
+}
