@@ -37,34 +37,6 @@ export {
   type TimeProvider,
   type TimerHandle,
 } from './pipeline/time.ts';
-export { circuitBreakerDefaults } from './strategies/circuit-breaker/defaults.ts';
-export {
-  BrokenCircuitError,
-  IsolatedCircuitError,
-  isBrokenCircuitError,
-  isIsolatedCircuitError,
-} from './strategies/circuit-breaker/errors.ts';
-export {
-  CircuitBreakerManualControl,
-  CircuitBreakerStateProvider,
-} from './strategies/circuit-breaker/manual-control.ts';
-export type {
-  BreakDurationGeneratorArguments,
-  CircuitBreakerPredicateArguments,
-  CircuitBreakerStrategyOptions,
-  CircuitState,
-  OnCircuitClosedArguments,
-  OnCircuitHalfOpenedArguments,
-  OnCircuitOpenedArguments,
-} from './strategies/circuit-breaker/options.ts';
-export { circuitBreakerStrategy } from './strategies/circuit-breaker/strategy.ts';
-export type {
-  FallbackActionArguments,
-  FallbackPredicateArguments,
-  FallbackStrategyOptions,
-  OnFallbackArguments,
-} from './strategies/fallback/options.ts';
-export { fallbackStrategy } from './strategies/fallback/strategy.ts';
 export { lockDefaults } from './strategies/lock/defaults.ts';
 export {
   isLockLostError,

@@ -1,8 +1,3 @@
-import type { BrokenCircuitError, IsolatedCircuitError } from '../strategies/circuit-breaker/errors.ts';
-import type { CircuitBreakerStrategyOptions } from '../strategies/circuit-breaker/options.ts';
-import { circuitBreakerStrategy } from '../strategies/circuit-breaker/strategy.ts';
-import type { FallbackStrategyOptions } from '../strategies/fallback/options.ts';
-import { fallbackStrategy } from '../strategies/fallback/strategy.ts';
 import type { LockStrategyOptions } from '../strategies/lock/options.ts';
 import { type LockStrategyError, lockStrategy } from '../strategies/lock/strategy.ts';
 import type { RetryStrategyOptions } from '../strategies/retry/options.ts';
@@ -40,30 +35,6 @@ export class ResiliencePipelineBuilder<E = never> extends PipelineBuilder<E> {
    */
   addLock(options: LockStrategyOptions): ResiliencePipelineBuilder<E | LockStrategyError> {
     return this.add(lockStrategy(options));
-  }
-
-  /**
-   * Adds a circuit breaker (Polly v8 defaults: breaks when 10% of at least 100 executions in 30 s
-   * failed, for 5 s). See `circuitBreakerStrategy`.
-   *
-   * @example
-   * builder.addCircuitBreaker({ failureRatio: 0.5, minimumThroughput: 20, breakDuration: '30s' })
-   */
-  addCircuitBreaker(
-    options?: CircuitBreakerStrategyOptions,
-  ): ResiliencePipelineBuilder<E | BrokenCircuitError | IsolatedCircuitError> {
-    return this.add(circuitBreakerStrategy(options));
-  }
-
-  /**
-   * Adds a fallback: a handled failure of the rest of the pipeline is replaced by
-   * `fallbackAction`'s value. See `fallbackStrategy`.
-   *
-   * @example
-   * builder.addFallback({ fallbackAction: () => [] })
-   */
-  addFallback<R, F = never>(options: FallbackStrategyOptions<R, F>): ResiliencePipelineBuilder<E> {
-    return this.add(fallbackStrategy(options));
   }
 
   /** Adds a retry strategy (Polly v8 defaults: 3 retries, 2 s constant delay). */
