@@ -40,8 +40,9 @@ FROM ${t.leases} WHERE key = $1::text AND owner IS NOT NULL AND expires_at > now
     now: 'SELECT (extract(epoch FROM now()) * 1000)::float8 AS now',
     // One statement: the guard raises the job's highest token (row-locked, so concurrent records
     // of one job serialize) and everything else happens only when it let the record through.
-    // The trims cannot see the row inserted by the same statement, hence `limit - 1` and the
-    // occurrence excluded from the expiry sweep.
+    // Completed occurrences expire `retentionMs` after their instant; each record also drops the
+    // job's occurrences that are out of its own retention window. The trims cannot see the rows
+    // inserted by the same statement, hence `limit - 1` and the occurrence excluded from the sweep.
     recordRun: `WITH guard AS (
   INSERT INTO ${t.ledger} AS ledger (job, highest_token) VALUES ($1::text, $2::bigint)
   ON CONFLICT (job) DO UPDATE SET highest_token = EXCLUDED.highest_token, updated_at = now()
@@ -64,7 +65,8 @@ FROM ${t.leases} WHERE key = $1::text AND owner IS NOT NULL AND expires_at > now
     SET token = EXCLUDED.token, completed_at = now(), expires_at = EXCLUDED.expires_at
 ), expire AS (
   DELETE FROM ${t.completed}
-  WHERE job = $1::text AND expires_at <= now() AND scheduled_at <> ${fromMs('$3')}
+  WHERE job = $1::text AND (expires_at <= now() OR scheduled_at + ${msInterval('$9')} <= now())
+    AND scheduled_at <> ${fromMs('$3')}
     AND EXISTS (SELECT 1 FROM guard)
 )
 SELECT (SELECT count(*) FROM guard)::int AS recorded,
