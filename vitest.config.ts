@@ -8,6 +8,7 @@ export default defineConfig({
     alias: [
       { find: /^resil$/, replacement: src('index.ts') },
       { find: /^resil\/testing$/, replacement: src('testing/index.ts') },
+      { find: /^resil\/redis$/, replacement: src('stores/redis/index.ts') },
       { find: /^resil\/postgres$/, replacement: src('stores/postgres/index.ts') },
     ],
   },

@@ -1,0 +1,195 @@
+import { StoreUnavailableError } from '../../strategies/lock/errors.ts';
+
+/** What the store needs of an ioredis `Redis` or `Cluster`. */
+export interface ConnectionStatus {
+  readonly status: string;
+  connect(): Promise<void>;
+  once(event: 'ready' | 'end', listener: () => void): unknown;
+  removeListener(event: 'ready' | 'end', listener: () => void): unknown;
+}
+
+/** One command in flight (or waiting for the connection), in deadline order. */
+interface PendingCommand {
+  readonly deadline: number;
+  settled: boolean;
+  sent: boolean;
+  next: PendingCommand | undefined;
+  readonly operation: string;
+  readonly key: string;
+  readonly fail: (error: StoreUnavailableError) => void;
+  /** Runs when the reply to a sent command may still arrive after the deadline. */
+  readonly onLateReply: (() => void) | undefined;
+}
+
+const monotonic = () => performance.now();
+
+/**
+ * Runs each command within a bounded time and turns every failure into `StoreUnavailableError`.
+ *
+ * - A command is handed to the client only while its connection is `ready`. Otherwise it waits
+ *   for `ready` (connecting a `lazyConnect` client) within the same bound, and is dropped, never
+ *   queued, when the bound runs out: ioredis' offline queue would run it after we gave up.
+ * - Every command has the same timeout, so deadlines come in order: one watchdog timer for the
+ *   head of a FIFO list serves all commands in flight, instead of a timer per command.
+ */
+export class BoundedCommands {
+  readonly #client: ConnectionStatus;
+  readonly #timeoutMs: number;
+  #head: PendingCommand | undefined;
+  #tail: PendingCommand | undefined;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #ready: Promise<void> | undefined;
+
+  constructor(client: ConnectionStatus, timeoutMs: number) {
+    this.#client = client;
+    this.#timeoutMs = timeoutMs;
+  }
+
+  /**
+   * Sends `send()` once the connection is ready and settles with its reply, or rejects with
+   * `StoreUnavailableError` (naming `operation` and `key`) on an error, a closed client or the
+   * timeout. `onLateReply` runs when a sent command timed out, so the caller can undo it.
+   */
+  run<T>(operation: string, key: string, send: () => Promise<T>, onLateReply?: () => void): Promise<T> {
+    const status = this.#client.status;
+    if (status === 'end') return Promise.reject(closedError(operation, key));
+    return new Promise<T>((resolve, reject) => {
+      const pending: PendingCommand = {
+        deadline: monotonic() + this.#timeoutMs,
+        settled: false,
+        sent: false,
+        next: undefined,
+        operation,
+        key,
+        fail: reject,
+        onLateReply,
+      };
+      this.#track(pending);
+      const dispatch = () => {
+        if (pending.settled) return;
+        pending.sent = true;
+        let reply: Promise<T>;
+        try {
+          reply = send();
+        } catch (error) {
+          reply = Promise.reject(error);
+        }
+        reply.then(
+          (value) => {
+            if (this.#settle(pending)) resolve(value);
+          },
+          (error: unknown) => {
+            if (this.#settle(pending)) reject(commandError(operation, key, error));
+          },
+        );
+      };
+      if (status === 'ready') dispatch();
+      else {
+        this.#whenReady().then(dispatch, () => {
+          if (this.#settle(pending)) reject(closedError(operation, key));
+        });
+      }
+    });
+  }
+
+  /** Marks `pending` settled; false when the watchdog got there first. */
+  #settle(pending: PendingCommand): boolean {
+    if (pending.settled) return false;
+    pending.settled = true;
+    // Replies mostly come in order: dropping settled commands from the head keeps the list short.
+    while (this.#head?.settled) this.#head = this.#head.next;
+    if (this.#head === undefined) this.#tail = undefined;
+    return true;
+  }
+
+  #track(pending: PendingCommand): void {
+    if (this.#tail === undefined) this.#head = pending;
+    else this.#tail.next = pending;
+    this.#tail = pending;
+    if (this.#timer === undefined) this.#arm(pending.deadline);
+  }
+
+  #arm(deadline: number): void {
+    this.#timer = setTimeout(this.#expire, Math.max(0, deadline - monotonic()));
+    // A command in flight is held by the client's socket, one waiting for `ready` by the client's
+    // reconnect timer: either keeps the process alive. The watchdog only bounds the wait, so it
+    // must not keep an idle process alive on its own (it stays armed after the last reply).
+    this.#timer.unref?.();
+  }
+
+  readonly #expire = (): void => {
+    this.#timer = undefined;
+    const now = monotonic();
+    let pending = this.#head;
+    while (pending !== undefined && (pending.settled || pending.deadline <= now)) {
+      if (!pending.settled) {
+        pending.settled = true;
+        pending.fail(
+          pending.sent
+            ? new StoreUnavailableError(
+                `Redis did not answer ${describe(pending.operation, pending.key)} within ${this.#timeoutMs} ms.`,
+              )
+            : new StoreUnavailableError(
+                `Redis connection not ready (status "${this.#client.status}") within ${this.#timeoutMs} ms: ${describe(pending.operation, pending.key)} was not sent.`,
+              ),
+        );
+        if (pending.sent) pending.onLateReply?.();
+      }
+      pending = pending.next;
+    }
+    this.#head = pending;
+    if (pending === undefined) this.#tail = undefined;
+    else this.#arm(pending.deadline);
+  };
+
+  /** One shared wait per not-ready spell: two listeners however many commands wait. */
+  #whenReady(): Promise<void> {
+    this.#ready ??= new Promise<void>((resolve, reject) => {
+      const client = this.#client;
+      const onReady = () => {
+        client.removeListener('end', onEnd);
+        this.#ready = undefined;
+        resolve();
+      };
+      const onEnd = () => {
+        client.removeListener('ready', onReady);
+        this.#ready = undefined;
+        reject();
+      };
+      client.once('ready', onReady);
+      client.once('end', onEnd);
+      // A `lazyConnect` client connects on its first command; commands wait here instead.
+      if (client.status === 'wait') client.connect().catch(() => {});
+    });
+    return this.#ready;
+  }
+}
+
+function closedError(operation: string, key: string): StoreUnavailableError {
+  return new StoreUnavailableError(
+    `Redis connection is closed (quit, disconnected, or gave up reconnecting): ${describe(operation, key)} was not sent.`,
+  );
+}
+
+/**
+ * Wraps a client error. The message keeps the client's reason (e.g. `connect ECONNREFUSED
+ * 127.0.0.1:6379`) with anything shaped like URL credentials removed; the original stays as
+ * `cause` for its `code`. ioredis errors for the store's own commands carry the script
+ * arguments (keys, owner ids), never the connection's credentials.
+ */
+export function commandError(operation: string, key: string, error: unknown): StoreUnavailableError {
+  const reason = error instanceof Error ? error.message : String(error);
+  return new StoreUnavailableError(`Redis ${describe(operation, key)} failed: ${redactCredentials(reason)}`, {
+    cause: error,
+  });
+}
+
+/** `acquire for "key"`, or just `TIME` for an operation without a key. */
+export function describe(operation: string, key: string): string {
+  return key === '' ? operation : `${operation} for "${key}"`;
+}
+
+/** Removes `user:password@` from anything shaped like a URL. */
+export function redactCredentials(text: string): string {
+  return text.replace(/([a-z][a-z0-9+.-]*:\/\/)[^\s/@]*@/gi, '$1***@');
+}

@@ -1,0 +1,21 @@
+/** RedisLockStore defaults. A test pins each of them. */
+export const redisLockStoreDefaults = {
+  /** Namespace of every key the store writes. */
+  prefix: 'resil:',
+  /** Bound on one store operation, waiting for the connection to be ready included. */
+  commandTimeout: 2_000,
+  /** Replicas that must acknowledge a write (`WAIT`) before it counts: 0 does not wait. */
+  waitForReplicas: 0,
+  /** How long `WAIT` may block when `waitForReplicas` > 0. */
+  replicaTimeout: 500,
+  /** How long a completed occurrence is remembered (7 days), as `RunLedger` documents. */
+  retentionMs: 7 * 86_400_000,
+  /** How many runs per job the history keeps, as `RunLedger` documents. */
+  historyLimit: 20,
+} as const;
+
+/** Bounds of the options, in ms. */
+export const redisLockStoreLimits = {
+  commandTimeout: { min: 10, max: 3_600_000 },
+  replicaTimeout: { min: 1, max: 3_600_000 },
+} as const;
