@@ -1,6 +1,6 @@
 import { inspect } from 'node:util';
 import pg from 'pg';
-import { isInvalidOptionError } from 'resil';
+import { isInvalidOptionError, isRejection } from 'resil';
 import {
   isStaleTokenError,
   isStoreUnavailableError,
@@ -280,7 +280,7 @@ describe.skipIf(!databaseUrl)('PostgresLockStore', () => {
         ]) {
           const error = await attempt().catch((caught: unknown) => caught);
           expect(isStoreUnavailableError(error)).toBe(true);
-          expect((error as Error).isRejection()).toBe(true);
+          expect(isRejection(error)).toBe(true);
           const everything = `${String(error)} ${(error as Error).stack} ${JSON.stringify(error)} ${inspect(error, { depth: 10 })}`;
           expect(everything).not.toContain(password);
           expect((error as Error).message).toMatch(/ECONNREFUSED/);
