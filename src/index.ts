@@ -37,6 +37,25 @@ export {
   type TimeProvider,
   type TimerHandle,
 } from './pipeline/time.ts';
+export { concurrencyLimiterDefaults } from './strategies/concurrency-limiter/defaults.ts';
+export {
+  ConcurrencyLimiterRejectedError,
+  isConcurrencyLimiterRejectedError,
+} from './strategies/concurrency-limiter/errors.ts';
+export type {
+  ConcurrencyLimiterStrategyOptions,
+  OnConcurrencyLimiterRejectedArguments,
+} from './strategies/concurrency-limiter/options.ts';
+export { concurrencyLimiterStrategy } from './strategies/concurrency-limiter/strategy.ts';
+export { hedgingDefaults } from './strategies/hedging/defaults.ts';
+export type {
+  HedgingActionGeneratorArguments,
+  HedgingDelayGeneratorArguments,
+  HedgingPredicateArguments,
+  HedgingStrategyOptions,
+  OnHedgingArguments,
+} from './strategies/hedging/options.ts';
+export { hedgingStrategy } from './strategies/hedging/strategy.ts';
 export { lockDefaults } from './strategies/lock/defaults.ts';
 export {
   isLockLostError,
@@ -63,6 +82,19 @@ export {
 export type { LeaseInfo, LockStore } from './strategies/lock/store.ts';
 export { type LockStrategyError, lockStrategy } from './strategies/lock/strategy.ts';
 export { getLockToken, LOCK_TOKEN } from './strategies/lock/token.ts';
+export { rateLimiterDefaults } from './strategies/rate-limiter/defaults.ts';
+export { isRateLimiterRejectedError, RateLimiterRejectedError } from './strategies/rate-limiter/errors.ts';
+export type { RateLimitDecision, RateLimiter } from './strategies/rate-limiter/limiter.ts';
+export type {
+  OnRateLimiterRejectedArguments,
+  RateLimiterStrategyOptions,
+  SlidingWindowRateLimiterOptions,
+  StandaloneLimiterOptions,
+  TokenBucketRateLimiterOptions,
+} from './strategies/rate-limiter/options.ts';
+export { SlidingWindowRateLimiter } from './strategies/rate-limiter/sliding-window.ts';
+export { rateLimiterStrategy } from './strategies/rate-limiter/strategy.ts';
+export { TokenBucketRateLimiter } from './strategies/rate-limiter/token-bucket.ts';
 export { retryDefaults } from './strategies/retry/defaults.ts';
 export type {
   BackoffType,

@@ -1,5 +1,13 @@
+import type { ConcurrencyLimiterRejectedError } from '../strategies/concurrency-limiter/errors.ts';
+import type { ConcurrencyLimiterStrategyOptions } from '../strategies/concurrency-limiter/options.ts';
+import { concurrencyLimiterStrategy } from '../strategies/concurrency-limiter/strategy.ts';
+import type { HedgingStrategyOptions } from '../strategies/hedging/options.ts';
+import { hedgingStrategy } from '../strategies/hedging/strategy.ts';
 import type { LockStrategyOptions } from '../strategies/lock/options.ts';
 import { type LockStrategyError, lockStrategy } from '../strategies/lock/strategy.ts';
+import type { RateLimiterRejectedError } from '../strategies/rate-limiter/errors.ts';
+import type { RateLimiterStrategyOptions } from '../strategies/rate-limiter/options.ts';
+import { rateLimiterStrategy } from '../strategies/rate-limiter/strategy.ts';
 import type { RetryStrategyOptions } from '../strategies/retry/options.ts';
 import { retryStrategy } from '../strategies/retry/strategy.ts';
 import type { TimeoutRejectedError } from '../strategies/timeout/errors.ts';
@@ -35,6 +43,45 @@ export class ResiliencePipelineBuilder<E = never> extends PipelineBuilder<E> {
    */
   addLock(options: LockStrategyOptions): ResiliencePipelineBuilder<E | LockStrategyError> {
     return this.add(lockStrategy(options));
+  }
+
+  /**
+   * Adds a concurrency limiter (bulkhead): at most `permitLimit` executions at once (default 1000),
+   * `queueLimit` more waiting (default 0). A bare number is `permitLimit`, as in Polly's
+   * `AddConcurrencyLimiter(permitLimit, queueLimit)`. See `concurrencyLimiterStrategy`.
+   *
+   * @example
+   * builder.addConcurrencyLimiter({ permitLimit: 10, queueLimit: 100 })
+   */
+  addConcurrencyLimiter(
+    options?: ConcurrencyLimiterStrategyOptions | number,
+  ): ResiliencePipelineBuilder<E | ConcurrencyLimiterRejectedError> {
+    return this.add(concurrencyLimiterStrategy(options));
+  }
+
+  /**
+   * Adds hedging (Polly v8 defaults: 1 hedged attempt after 2 s): the first acceptable outcome
+   * of the primary and hedged attempts wins. See `hedgingStrategy`.
+   *
+   * @example
+   * builder.addHedging({ maxHedgedAttempts: 2, delay: '100ms' })
+   */
+  addHedging(options?: HedgingStrategyOptions): ResiliencePipelineBuilder<E> {
+    return this.add(hedgingStrategy(options));
+  }
+
+  /**
+   * Adds a rate limiter: a token bucket (`tokenLimit`, `tokensPerPeriod`, `replenishmentPeriod`),
+   * a sliding window (`permitLimit`, `window`, `segmentsPerWindow`) or a shared `limiter`, with a
+   * `queueLimit` (default 0). See `rateLimiterStrategy`.
+   *
+   * @example
+   * builder.addRateLimiter({ tokenLimit: 10, tokensPerPeriod: 5, replenishmentPeriod: '1s' })
+   */
+  addRateLimiter(
+    options: RateLimiterStrategyOptions,
+  ): ResiliencePipelineBuilder<E | RateLimiterRejectedError> {
+    return this.add(rateLimiterStrategy(options));
   }
 
   /** Adds a retry strategy (Polly v8 defaults: 3 retries, 2 s constant delay). */

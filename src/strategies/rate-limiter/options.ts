@@ -1,0 +1,68 @@
+import type { ResilienceContext } from '../../pipeline/context.ts';
+import type { Duration } from '../../pipeline/duration.ts';
+import type { TimeProvider } from '../../pipeline/time.ts';
+import type { RateLimiter } from './limiter.ts';
+
+/** Token bucket: a burst of up to `tokenLimit`, refilled by `tokensPerPeriod` every `replenishmentPeriod`. */
+export interface TokenBucketRateLimiterOptions {
+  /** Tokens the bucket holds (the largest burst). It starts full. A whole number >= 1. Required. */
+  tokenLimit: number;
+  /** Tokens added every `replenishmentPeriod`, up to `tokenLimit`. Defaults to `tokenLimit`. A whole number >= 1. */
+  tokensPerPeriod?: number;
+  /** How often tokens are added. Defaults to 1 s. > 0. */
+  replenishmentPeriod?: Duration;
+  /** Requests that may wait (first in, first out) for a token. Defaults to 0. A whole number >= 0. */
+  queueLimit?: number;
+}
+
+/**
+ * Sliding window: at most `permitLimit` permits in any `window`, tracked in `segmentsPerWindow`
+ * segments; a segment's permits come back when it slides out of the window.
+ */
+export interface SlidingWindowRateLimiterOptions {
+  /** Permits per window. A whole number >= 1. Required. */
+  permitLimit: number;
+  /** The window length. Defaults to 1 s. > 0. */
+  window?: Duration;
+  /** Segments the window is divided into (its resolution). Defaults to 10. A whole number >= 1. */
+  segmentsPerWindow?: number;
+  /** Requests that may wait (first in, first out) for a permit. Defaults to 0. A whole number >= 0. */
+  queueLimit?: number;
+}
+
+/** Options of a limiter made outside a pipeline (to share one limit between pipelines). */
+export interface StandaloneLimiterOptions {
+  /** The clock. Defaults to the system clock. */
+  timeProvider?: TimeProvider;
+}
+
+export interface OnRateLimiterRejectedArguments {
+  readonly context: ResilienceContext;
+  /** Milliseconds until a permit is expected to be free, when the limiter knows. */
+  readonly retryAfter: number | undefined;
+}
+
+interface RateLimiterCallbacks {
+  /** Called when an execution is rejected, before the rejection is returned. */
+  onRejected?: (args: OnRateLimiterRejectedArguments) => void | PromiseLike<void>;
+}
+
+type Without<T> = { [K in keyof T]?: never };
+
+/**
+ * One of: token bucket options (`tokenLimit`, ...), sliding window options (`permitLimit`,
+ * `window`, ...), or `limiter`, a {@link RateLimiter} you created (shared between pipelines).
+ * A limiter made from options belongs to the built pipeline.
+ */
+export type RateLimiterStrategyOptions = RateLimiterCallbacks &
+  (
+    | (TokenBucketRateLimiterOptions &
+        Without<Omit<SlidingWindowRateLimiterOptions, 'queueLimit'>> & {
+          limiter?: never;
+        })
+    | (SlidingWindowRateLimiterOptions &
+        Without<Omit<TokenBucketRateLimiterOptions, 'queueLimit'>> & {
+          limiter?: never;
+        })
+    | ({ limiter: RateLimiter } & Without<TokenBucketRateLimiterOptions & SlidingWindowRateLimiterOptions>)
+  );

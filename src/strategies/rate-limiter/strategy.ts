@@ -1,0 +1,106 @@
+import type { ResilienceContext } from '../../pipeline/context.ts';
+import { InvalidOptionError } from '../../pipeline/errors.ts';
+import { Outcome } from '../../pipeline/outcome.ts';
+import type {
+  Callback,
+  Next,
+  ResilienceStrategy,
+  StrategyEnvironment,
+  StrategyFactory,
+} from '../../pipeline/strategy.ts';
+import { RateLimiterRejectedError } from './errors.ts';
+import type { RateLimitDecision, RateLimiter } from './limiter.ts';
+import type {
+  OnRateLimiterRejectedArguments,
+  RateLimiterStrategyOptions,
+  SlidingWindowRateLimiterOptions,
+  TokenBucketRateLimiterOptions,
+} from './options.ts';
+import { SlidingWindowRateLimiter } from './sliding-window.ts';
+import { TokenBucketRateLimiter } from './token-bucket.ts';
+
+/**
+ * Takes a permit from a token bucket or a sliding window before each execution, waiting in a
+ * bounded queue (`queueLimit`, default 0) when none is free, on the pipeline's clock. Beyond the
+ * queue the execution is rejected with `RateLimiterRejectedError` (`retryAfter` in ms when known).
+ * A queued execution whose caller aborts leaves the queue and fails with the abort reason.
+ *
+ * @example
+ * new PipelineBuilder().add(rateLimiterStrategy({ tokenLimit: 10, tokensPerPeriod: 5, replenishmentPeriod: '1s' }))
+ * new PipelineBuilder().add(rateLimiterStrategy({ permitLimit: 100, window: '1m', segmentsPerWindow: 6, queueLimit: 10 }))
+ */
+export function rateLimiterStrategy(
+  options: RateLimiterStrategyOptions,
+): StrategyFactory<RateLimiterRejectedError> {
+  return {
+    name: 'rate-limiter',
+    create: (environment) => new RateLimiterStrategy(options, environment),
+  };
+}
+
+function createLimiter(options: RateLimiterStrategyOptions, environment: StrategyEnvironment): RateLimiter {
+  const timeProvider = environment.timeProvider;
+  const given = options as Partial<Record<'limiter' | 'tokenLimit' | 'permitLimit', unknown>>;
+  const kinds = (['limiter', 'tokenLimit', 'permitLimit'] as const).filter(
+    (kind) => given[kind] !== undefined,
+  );
+  if (kinds.length !== 1) {
+    throw new InvalidOptionError(
+      'rateLimiter',
+      kinds.length === 0 ? options : kinds.join(' and '),
+      'exactly one of tokenLimit (token bucket), permitLimit (sliding window) or limiter',
+    );
+  }
+  if (kinds[0] === 'tokenLimit') {
+    return new TokenBucketRateLimiter({ ...(options as TokenBucketRateLimiterOptions), timeProvider });
+  }
+  if (kinds[0] === 'permitLimit') {
+    return new SlidingWindowRateLimiter({ ...(options as SlidingWindowRateLimiterOptions), timeProvider });
+  }
+  const limiter = given.limiter as RateLimiter;
+  if (typeof limiter.acquire !== 'function') {
+    throw new InvalidOptionError('rateLimiter.limiter', limiter, 'a RateLimiter (an object with acquire())');
+  }
+  return limiter;
+}
+
+class RateLimiterStrategy implements ResilienceStrategy {
+  readonly #limiter: RateLimiter;
+  readonly #onRejected: RateLimiterStrategyOptions['onRejected'];
+  readonly #environment: StrategyEnvironment;
+
+  constructor(options: RateLimiterStrategyOptions, environment: StrategyEnvironment) {
+    if (typeof options !== 'object' || options === null) {
+      throw new InvalidOptionError('rateLimiter', options, 'an options object');
+    }
+    this.#limiter = createLimiter(options, environment);
+    if (options.onRejected !== undefined && typeof options.onRejected !== 'function') {
+      throw new InvalidOptionError('rateLimiter.onRejected', options.onRejected, 'a function');
+    }
+    this.#onRejected = options.onRejected;
+    this.#environment = environment;
+  }
+
+  async execute<T>(
+    callback: Callback<T>,
+    context: ResilienceContext,
+    next: Next,
+  ): Promise<Outcome<T, unknown>> {
+    const pending = this.#limiter.acquire(context);
+    let decision: RateLimitDecision;
+    if (typeof (pending as Partial<PromiseLike<unknown>>).then === 'function') {
+      try {
+        decision = await pending;
+      } catch (reason) {
+        return Outcome.failure(reason);
+      }
+    } else {
+      decision = pending as RateLimitDecision;
+    }
+    if (decision.granted) return next(callback, context);
+    const args: OnRateLimiterRejectedArguments = { context, retryAfter: decision.retryAfter };
+    this.#environment.report('OnRateLimiterRejected', context, args);
+    if (this.#onRejected) await this.#onRejected(args);
+    return Outcome.failure(new RateLimiterRejectedError(decision.retryAfter));
+  }
+}
