@@ -37,6 +37,27 @@ export {
   type TimeProvider,
   type TimerHandle,
 } from './pipeline/time.ts';
+export { circuitBreakerDefaults } from './strategies/circuit-breaker/defaults.ts';
+export {
+  BrokenCircuitError,
+  IsolatedCircuitError,
+  isBrokenCircuitError,
+  isIsolatedCircuitError,
+} from './strategies/circuit-breaker/errors.ts';
+export {
+  CircuitBreakerManualControl,
+  CircuitBreakerStateProvider,
+} from './strategies/circuit-breaker/manual-control.ts';
+export type {
+  BreakDurationGeneratorArguments,
+  CircuitBreakerPredicateArguments,
+  CircuitBreakerStrategyOptions,
+  CircuitState,
+  OnCircuitClosedArguments,
+  OnCircuitHalfOpenedArguments,
+  OnCircuitOpenedArguments,
+} from './strategies/circuit-breaker/options.ts';
+export { circuitBreakerStrategy } from './strategies/circuit-breaker/strategy.ts';
 export { concurrencyLimiterDefaults } from './strategies/concurrency-limiter/defaults.ts';
 export {
   ConcurrencyLimiterRejectedError,
@@ -47,6 +68,13 @@ export type {
   OnConcurrencyLimiterRejectedArguments,
 } from './strategies/concurrency-limiter/options.ts';
 export { concurrencyLimiterStrategy } from './strategies/concurrency-limiter/strategy.ts';
+export type {
+  FallbackActionArguments,
+  FallbackPredicateArguments,
+  FallbackStrategyOptions,
+  OnFallbackArguments,
+} from './strategies/fallback/options.ts';
+export { fallbackStrategy } from './strategies/fallback/strategy.ts';
 export { hedgingDefaults } from './strategies/hedging/defaults.ts';
 export type {
   HedgingActionGeneratorArguments,

@@ -1,6 +1,11 @@
+import type { BrokenCircuitError, IsolatedCircuitError } from '../strategies/circuit-breaker/errors.ts';
+import type { CircuitBreakerStrategyOptions } from '../strategies/circuit-breaker/options.ts';
+import { circuitBreakerStrategy } from '../strategies/circuit-breaker/strategy.ts';
 import type { ConcurrencyLimiterRejectedError } from '../strategies/concurrency-limiter/errors.ts';
 import type { ConcurrencyLimiterStrategyOptions } from '../strategies/concurrency-limiter/options.ts';
 import { concurrencyLimiterStrategy } from '../strategies/concurrency-limiter/strategy.ts';
+import type { FallbackStrategyOptions } from '../strategies/fallback/options.ts';
+import { fallbackStrategy } from '../strategies/fallback/strategy.ts';
 import type { HedgingStrategyOptions } from '../strategies/hedging/options.ts';
 import { hedgingStrategy } from '../strategies/hedging/strategy.ts';
 import type { LockStrategyOptions } from '../strategies/lock/options.ts';
@@ -43,6 +48,30 @@ export class ResiliencePipelineBuilder<E = never> extends PipelineBuilder<E> {
    */
   addLock(options: LockStrategyOptions): ResiliencePipelineBuilder<E | LockStrategyError> {
     return this.add(lockStrategy(options));
+  }
+
+  /**
+   * Adds a circuit breaker (Polly v8 defaults: breaks when 10% of at least 100 executions in 30 s
+   * failed, for 5 s). See `circuitBreakerStrategy`.
+   *
+   * @example
+   * builder.addCircuitBreaker({ failureRatio: 0.5, minimumThroughput: 20, breakDuration: '30s' })
+   */
+  addCircuitBreaker(
+    options?: CircuitBreakerStrategyOptions,
+  ): ResiliencePipelineBuilder<E | BrokenCircuitError | IsolatedCircuitError> {
+    return this.add(circuitBreakerStrategy(options));
+  }
+
+  /**
+   * Adds a fallback: a handled failure of the rest of the pipeline is replaced by
+   * `fallbackAction`'s value. See `fallbackStrategy`.
+   *
+   * @example
+   * builder.addFallback({ fallbackAction: () => [] })
+   */
+  addFallback<R, F = never>(options: FallbackStrategyOptions<R, F>): ResiliencePipelineBuilder<E> {
+    return this.add(fallbackStrategy(options));
   }
 
   /**

@@ -1,0 +1,203 @@
+import type { ResilienceContext } from '../../pipeline/context.ts';
+import { parseDurationInRange } from '../../pipeline/duration.ts';
+import { describeValue, InvalidOptionError } from '../../pipeline/errors.ts';
+import { Outcome } from '../../pipeline/outcome.ts';
+import type {
+  Callback,
+  Next,
+  ResilienceStrategy,
+  StrategyEnvironment,
+  StrategyFactory,
+} from '../../pipeline/strategy.ts';
+import { type CircuitBehavior, ConsecutiveFailuresBehavior, FailureRatioBehavior } from './behavior.ts';
+import { CircuitController } from './controller.ts';
+import { circuitBreakerDefaults, circuitBreakerLimits } from './defaults.ts';
+import type { BrokenCircuitError, IsolatedCircuitError } from './errors.ts';
+import { createHealthMetrics } from './health-metrics.ts';
+import { attach, CircuitBreakerManualControl, CircuitBreakerStateProvider } from './manual-control.ts';
+import type { CircuitBreakerPredicateArguments, CircuitBreakerStrategyOptions } from './options.ts';
+
+/**
+ * Stops calling a failing dependency for a while. Polly v8 semantics and defaults: the circuit
+ * breaks when at least 10% of at least 100 executions in the last 30 s failed, rejects executions
+ * with `BrokenCircuitError` for 5 s, then lets one probe through: its success closes the circuit,
+ * its failure opens it again. With `consecutiveFailures: n` it breaks after n failures in a row.
+ * The circuit's state lives in the built pipeline: share the pipeline, not the options.
+ *
+ * @example
+ * new PipelineBuilder().add(circuitBreakerStrategy({ failureRatio: 0.5, minimumThroughput: 20, breakDuration: '30s' }))
+ */
+export function circuitBreakerStrategy(
+  options: CircuitBreakerStrategyOptions = {},
+): StrategyFactory<BrokenCircuitError | IsolatedCircuitError> {
+  return {
+    name: 'circuitBreaker',
+    create: (environment) => new CircuitBreakerStrategy(options, environment),
+  };
+}
+
+function isCallerAbort(outcome: Outcome<unknown, unknown>, context: ResilienceContext): boolean {
+  return !outcome.ok && context.signal.aborted && outcome.error === context.signal.reason;
+}
+
+class CircuitBreakerStrategy implements ResilienceStrategy {
+  readonly #controller: CircuitController;
+  readonly #shouldHandle: CircuitBreakerStrategyOptions['shouldHandle'];
+
+  constructor(options: CircuitBreakerStrategyOptions, environment: StrategyEnvironment) {
+    const handlerNames = [
+      'shouldHandle',
+      'breakDurationGenerator',
+      'onOpened',
+      'onClosed',
+      'onHalfOpened',
+    ] as const;
+    for (const name of handlerNames) {
+      if (options[name] !== undefined && typeof options[name] !== 'function') {
+        throw new InvalidOptionError(`circuitBreaker.${name}`, options[name], 'a function');
+      }
+    }
+    const { manualControl, stateProvider } = options;
+    if (manualControl !== undefined && !(manualControl instanceof CircuitBreakerManualControl)) {
+      throw new InvalidOptionError(
+        'circuitBreaker.manualControl',
+        manualControl,
+        'a CircuitBreakerManualControl',
+      );
+    }
+    if (stateProvider !== undefined) {
+      if (!(stateProvider instanceof CircuitBreakerStateProvider)) {
+        throw new InvalidOptionError(
+          'circuitBreaker.stateProvider',
+          stateProvider,
+          'a CircuitBreakerStateProvider',
+        );
+      }
+      if (stateProvider.isAttached) {
+        throw new InvalidOptionError(
+          'circuitBreaker.stateProvider',
+          stateProvider,
+          'a CircuitBreakerStateProvider not yet attached to a circuit breaker (each build() needs its own)',
+        );
+      }
+    }
+    const { min, max } = circuitBreakerLimits.breakDuration;
+    const breakDuration = parseDurationInRange(
+      options.breakDuration ?? circuitBreakerDefaults.breakDuration,
+      'circuitBreaker.breakDuration',
+      min,
+      max,
+    );
+    this.#shouldHandle = options.shouldHandle;
+    this.#controller = new CircuitController(
+      breakDuration,
+      createBehavior(options, environment),
+      options,
+      environment,
+    );
+    stateProvider?.[attach](this.#controller);
+    manualControl?.[attach](this.#controller);
+  }
+
+  async execute<T>(
+    callback: Callback<T>,
+    context: ResilienceContext,
+    next: Next,
+  ): Promise<Outcome<T, unknown>> {
+    const controller = this.#controller;
+    const admission = controller.admit(context);
+    if (admission !== false) {
+      if (admission !== true) return Outcome.failure(admission);
+      const halfOpened = controller.takeEvent();
+      if (halfOpened) {
+        try {
+          await halfOpened;
+        } catch (error) {
+          controller.releaseProbe();
+          return Outcome.failure(error);
+        }
+      }
+    }
+
+    const outcome = await next(callback, context);
+    let handled: boolean;
+    if (this.#shouldHandle === undefined) {
+      handled = !outcome.ok && !isCallerAbort(outcome, context);
+    } else {
+      const args: CircuitBreakerPredicateArguments = { outcome, context };
+      handled = await this.#shouldHandle(args);
+    }
+    // An aborted probe says nothing about the dependency's health.
+    if (!handled && controller.state === 'half-open' && isCallerAbort(outcome, context)) {
+      if (admission === true) controller.releaseProbe();
+      return outcome;
+    }
+    const transition = controller.record(outcome, handled, context);
+    if (transition) await transition;
+    return outcome;
+  }
+}
+
+function createBehavior(
+  options: CircuitBreakerStrategyOptions,
+  environment: StrategyEnvironment,
+): CircuitBehavior {
+  const { consecutiveFailures } = options;
+  if (consecutiveFailures !== undefined) {
+    const { min, max } = circuitBreakerLimits.consecutiveFailures;
+    if (
+      !Number.isSafeInteger(consecutiveFailures) ||
+      consecutiveFailures < min ||
+      consecutiveFailures > max
+    ) {
+      throw new InvalidOptionError(
+        'circuitBreaker.consecutiveFailures',
+        consecutiveFailures,
+        'a whole number >= 1',
+      );
+    }
+    const ratioOptions = (['failureRatio', 'minimumThroughput', 'samplingDuration'] as const).filter(
+      (name) => options[name] !== undefined,
+    );
+    if (ratioOptions.length > 0) {
+      throw new InvalidOptionError(
+        'circuitBreaker.consecutiveFailures',
+        consecutiveFailures,
+        `to be used without ${ratioOptions.join(', ')} (they configure the failure-ratio mode; got ${ratioOptions
+          .map((name) => `${name} ${describeValue(options[name])}`)
+          .join(', ')})`,
+      );
+    }
+    return new ConsecutiveFailuresBehavior(consecutiveFailures);
+  }
+
+  const failureRatio = options.failureRatio ?? circuitBreakerDefaults.failureRatio;
+  if (typeof failureRatio !== 'number' || !(failureRatio > 0 && failureRatio <= 1)) {
+    throw new InvalidOptionError('circuitBreaker.failureRatio', failureRatio, 'a number above 0, up to 1');
+  }
+  const minimumThroughput = options.minimumThroughput ?? circuitBreakerDefaults.minimumThroughput;
+  const throughputLimits = circuitBreakerLimits.minimumThroughput;
+  if (
+    !Number.isSafeInteger(minimumThroughput) ||
+    minimumThroughput < throughputLimits.min ||
+    minimumThroughput > throughputLimits.max
+  ) {
+    throw new InvalidOptionError(
+      'circuitBreaker.minimumThroughput',
+      minimumThroughput,
+      'a whole number >= 2',
+    );
+  }
+  const { min, max } = circuitBreakerLimits.samplingDuration;
+  const samplingDuration = parseDurationInRange(
+    options.samplingDuration ?? circuitBreakerDefaults.samplingDuration,
+    'circuitBreaker.samplingDuration',
+    min,
+    max,
+  );
+  return new FailureRatioBehavior(
+    failureRatio,
+    minimumThroughput,
+    createHealthMetrics(samplingDuration, environment.timeProvider),
+  );
+}
