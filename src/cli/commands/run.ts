@@ -1,0 +1,98 @@
+import type { Command } from 'commander';
+import type { ResolvedConfig } from '../../config/types.ts';
+
+/** What `resil run` needs from the program around it (a subset of the program's `CommandHelpers`). */
+export interface RunCommandHelpers {
+  /** Loads the config (`--config <file>` or found from the working directory). Throws `ConfigError`. */
+  loadConfig(options?: object): Promise<ResolvedConfig>;
+  readonly stderr?: NodeJS.WritableStream;
+  /** The process's exit code once the action returns. Defaults to setting `process.exitCode`. */
+  setExitCode?(code: number): void;
+}
+
+const signalNumbers: Record<string, number> = { SIGINT: 2, SIGTERM: 15 };
+
+/**
+ * Adds `resil run [--job <name>...]`: schedules the jobs and runs until SIGINT/SIGTERM, then stops
+ * gracefully (no new fires, running jobs finish within `shutdownGrace`, then their signals abort
+ * and their leases are released) and exits 0. A second signal exits at once.
+ */
+export function registerRunCommand(program: Command, helpers: RunCommandHelpers): Command {
+  return program
+    .command('run')
+    .description('schedule every enabled job (or the ones named with --job) and run until SIGINT/SIGTERM')
+    .option('-j, --job <name...>', 'run only this job (repeatable; a named job runs even if disabled)')
+    .option('--log-level <level>', 'trace, debug, info, warn, error or silent (default: LOG_LEVEL or info)')
+    .addHelpText(
+      'after',
+      `
+Each fire runs one occurrence (job, scheduledAt): scheduledAt is the instant the schedule named,
+the same on every instance. The fire goes through the job's lock, the run ledger (an occurrence
+already completed anywhere in the fleet is skipped), its timeout and retry, then run(ctx).
+
+  never early   an instance whose clock runs ahead waits until the store's clock reaches scheduledAt
+  overlap       a fire while the job's previous run holds its lease is skipped (lock-held)
+  missed        a fire later than the job's startingDeadline (default 1 min) is skipped
+  catch-up      with catchUp, the latest occurrence inside that window runs once at start
+                if the ledger has seen the job but not that occurrence
+  outage        store unreachable: the fire is skipped (store-unavailable); the runner stays up
+
+Logs: one JSON line per fire on stdout (pretty on a terminal) with job, scheduledAt, outcome,
+reason, token, attempt and durationMs.
+
+Stop: SIGINT/SIGTERM stops firing, lets running jobs finish within shutdownGrace (default 30 s),
+then aborts their signals, releases their leases and exits 0. A second signal exits at once.
+
+Exit codes: 0 after a clean stop; 2 bad config or unknown job.
+
+Examples:
+  $ resil run
+  $ resil run --job nightly-report --job heartbeat
+  $ LOG_LEVEL=debug resil --config ops/resil.config.ts run`,
+    )
+    .action(async (options: { job?: string[]; logLevel?: string }) => {
+      const setExitCode = helpers.setExitCode ?? ((code: number) => (process.exitCode = code));
+      const stderr = helpers.stderr ?? process.stderr;
+      const config = await helpers.loadConfig();
+      // Loaded here, not at the top: `resil --help` should not pay for croner, pino and the scheduler.
+      const [{ createLogger }, { JobRunner }, { isUnknownJobError }] = await Promise.all([
+        import('../logger.ts'),
+        import('../../scheduler/runner.ts'),
+        import('../../scheduler/errors.ts'),
+      ]);
+      const logger = createLogger({ level: options.logLevel });
+      let runner: InstanceType<typeof JobRunner>;
+      try {
+        runner = new JobRunner({ config, logger, jobs: options.job });
+      } catch (error) {
+        if (!isUnknownJobError(error)) throw error;
+        stderr.write(`resil run: ${error.message}\n`);
+        setExitCode(2);
+        return;
+      }
+
+      const stopped = new Promise<void>((resolve) => {
+        let received = 0;
+        const onSignal = (signal: NodeJS.Signals) => {
+          received++;
+          if (received > 1) {
+            logger.warn({ signal }, 'second signal: exiting at once');
+            logger.flush();
+            process.exit(128 + (signalNumbers[signal] ?? 1));
+          }
+          logger.info({ signal }, 'signal received: stopping gracefully (send it again to exit at once)');
+          runner.stop().then(resolve, (error: unknown) => {
+            logger.error({ err: error }, 'error while stopping');
+            resolve();
+          });
+        };
+        process.on('SIGINT', onSignal);
+        process.on('SIGTERM', onSignal);
+      });
+      await runner.start();
+      await stopped;
+      logger.info('exiting');
+      logger.flush();
+      setExitCode(0);
+    });
+}

@@ -1,0 +1,33 @@
+import { errorGuard, ResilienceError } from '../pipeline/errors.ts';
+
+/**
+ * The abort reason of a job's signal when `resil run` stops: the grace period ran out while the job
+ * was still running (or the fire had not started yet).
+ */
+export class ShutdownError extends ResilienceError {
+  readonly code = 'SHUTDOWN';
+  constructor(message = 'The job runner is shutting down.') {
+    super(message);
+    this.name = 'ShutdownError';
+  }
+}
+
+export const isShutdownError = errorGuard<ShutdownError>('SHUTDOWN');
+
+/** A job name given on the command line (or to `runJobNow`) is not in the config. */
+export class UnknownJobError extends ResilienceError {
+  readonly code = 'UNKNOWN_JOB';
+  constructor(
+    readonly job: string,
+    /** The names the config does define. */
+    readonly known: readonly string[],
+    readonly filepath?: string,
+  ) {
+    super(
+      `Unknown job "${job}"${filepath ? ` in ${filepath}` : ''}. ${known.length ? `Jobs: ${known.join(', ')}.` : 'The config defines no jobs.'}`,
+    );
+    this.name = 'UnknownJobError';
+  }
+}
+
+export const isUnknownJobError = errorGuard<UnknownJobError>('UNKNOWN_JOB');

@@ -1,0 +1,392 @@
+import { Cron } from 'croner';
+import type { ResolvedConfig, ResolvedJob } from '../config/types.ts';
+import { systemTimeProvider, type TimeProvider, type TimerHandle } from '../pipeline/time.ts';
+import { hasRunLedger } from '../strategies/lock/run-ledger.ts';
+import { describeError } from './credentials.ts';
+import { ShutdownError, UnknownJobError } from './errors.ts';
+import {
+  type FireEnvironment,
+  type FireOptions,
+  type FireResult,
+  JobFirer,
+  type SchedulerLogger,
+  type SkipReason,
+} from './fire.ts';
+import { JobSchedule } from './occurrence.ts';
+import { StoreClock } from './store-clock.ts';
+
+export type { FireResult, SchedulerLogger, SkipReason };
+
+export interface JobRunnerOptions {
+  config: ResolvedConfig;
+  /** pino logger (from `createLogger()`); every fire logs one line on it. */
+  logger: SchedulerLogger;
+  /** Only these jobs (by name), even if disabled. Defaults to every enabled job. */
+  jobs?: string[];
+  /** The clock. Defaults to the system clock (croner reads the system clock too). */
+  timeProvider?: TimeProvider;
+  /** How often the offset to the store's clock is re-learnt. Defaults to 60 s. */
+  clockRefreshMs?: number;
+  /** Offsets to the store's clock beyond this are logged as warnings. Defaults to 1 s. */
+  clockWarnThresholdMs?: number;
+  /** After the grace period, how long aborted jobs get to settle and release their leases. Defaults to 5 s. */
+  abortSettleMs?: number;
+}
+
+/** A fire in progress, tracked for graceful shutdown. */
+interface InFlightFire {
+  readonly controller: AbortController;
+  /** True once the job's `run` was called: only then does the grace period apply. */
+  started: boolean;
+  done: Promise<FireResult>;
+}
+
+interface ScheduledJob {
+  readonly firer: JobFirer;
+  readonly schedule: JobSchedule;
+  cron: Cron | undefined;
+  /** The latest occurrence this instance has handled (fired, or passed at start). */
+  last: number | undefined;
+}
+
+/** How many occurrences a late fire enumerates when it reports those that passed unfired. */
+const missedReportLimit = 100;
+
+/**
+ * Schedules jobs with croner and fires every occurrence through the job's pipeline
+ * (see {@link JobFirer}): the engine behind `resil run`.
+ *
+ * @example
+ * const runner = new JobRunner({ config: await loadConfig(), logger: createLogger() });
+ * await runner.start();
+ * process.once('SIGTERM', () => runner.stop().then(() => process.exit(0)));
+ */
+export class JobRunner {
+  readonly #config: ResolvedConfig;
+  readonly #logger: SchedulerLogger;
+  readonly #time: TimeProvider;
+  readonly #clock: StoreClock;
+  readonly #environment: FireEnvironment;
+  readonly #jobs: ScheduledJob[];
+  readonly #inFlight = new Set<InFlightFire>();
+  readonly #clockRefreshMs: number;
+  readonly #abortSettleMs: number;
+  #refreshTimer: TimerHandle | undefined;
+  #state: 'idle' | 'running' | 'stopping' = 'idle';
+  #stopped: Promise<void> | undefined;
+
+  constructor(options: JobRunnerOptions) {
+    this.#config = options.config;
+    this.#time = options.timeProvider ?? systemTimeProvider;
+    this.#logger = options.logger.child({ instance: options.config.instance });
+    this.#clockRefreshMs = options.clockRefreshMs ?? 60_000;
+    this.#abortSettleMs = options.abortSettleMs ?? 5_000;
+    this.#clock = new StoreClock(options.config.store, this.#time, {
+      logger: this.#logger,
+      warnThresholdMs: options.clockWarnThresholdMs,
+    });
+    this.#environment = environmentFor(options.config, this.#clock, this.#time, this.#logger);
+    this.#jobs = selectJobs(options.config, options.jobs).map((job) => ({
+      firer: new JobFirer(job, this.#environment),
+      schedule: new JobSchedule(job),
+      cron: undefined,
+      last: undefined,
+    }));
+  }
+
+  /** The jobs this runner schedules. */
+  get jobs(): readonly ResolvedJob[] {
+    return this.#jobs.map((scheduled) => scheduled.firer.job);
+  }
+
+  /** This instance's view of the store's clock. */
+  get clock(): StoreClock {
+    return this.#clock;
+  }
+
+  /**
+   * Learns the store's clock, schedules every job and starts catch-up runs. Resolves once the jobs
+   * are scheduled (catch-up runs continue in the background). A store that is down at start is
+   * logged, not fatal: fires are skipped as `store-unavailable` until it returns.
+   */
+  async start(): Promise<void> {
+    if (this.#state !== 'idle') throw new Error('JobRunner.start() can only be called once.');
+    this.#state = 'running';
+    const { store } = this.#config;
+    if (this.#environment.ledger === undefined) {
+      this.#logger.warn(
+        { store: store.constructor?.name },
+        'the store keeps no run ledger: only the lock deduplicates occurrences, and catchUp is ignored',
+      );
+    }
+    await this.#syncClock('start');
+    if (this.#state !== 'running') return;
+    this.#scheduleClockRefresh();
+
+    const startedAt = this.#time.now();
+    for (const scheduled of this.#jobs) {
+      const { job } = scheduled.firer;
+      // Occurrences before the start are not this instance's to fire (catch-up decides those).
+      scheduled.last = scheduled.schedule.latestAtOrBefore(startedAt);
+      scheduled.cron = new Cron(
+        job.schedule,
+        {
+          timezone: job.timezone,
+          // Fires never throw (every error becomes a logged result); this only guards against a bug.
+          catch: (error) => this.#logger.error({ job: job.name, err: error }, 'unexpected error in a fire'),
+          // No `protect`: overlapping fires must reach the lock, which skips them fleet-wide and logs why.
+        },
+        () => this.#onCronFire(scheduled),
+      );
+    }
+    this.#logger.info(
+      {
+        jobs: this.#jobs.map(({ firer, cron }) => ({
+          name: firer.job.name,
+          schedule: firer.job.schedule,
+          timezone: firer.job.timezone,
+          nextRun: cron?.nextRun()?.toISOString() ?? null,
+          lock: firer.job.lock === false ? false : firer.job.lock.key,
+        })),
+        store: store.constructor?.name,
+      },
+      `runner started: ${this.#jobs.length} job(s) scheduled`,
+    );
+    for (const scheduled of this.#jobs) {
+      if (scheduled.firer.job.catchUpMs !== undefined) void this.#catchUp(scheduled);
+    }
+  }
+
+  /**
+   * Graceful stop: no new fires; fires still waiting to start are dropped; running jobs get
+   * `config.shutdownGraceMs` to finish, then their signals abort (`ShutdownError`) and their leases
+   * are released as they settle. Resolves when done (idempotent).
+   */
+  stop(): Promise<void> {
+    this.#stopped ??= this.#stop();
+    return this.#stopped;
+  }
+
+  /** @internal Resolves when no fire is in progress (tests). */
+  async idle(): Promise<void> {
+    while (this.#inFlight.size > 0) await Promise.allSettled([...this.#inFlight].map((fire) => fire.done));
+  }
+
+  async #stop(): Promise<void> {
+    const wasRunning = this.#state === 'running';
+    this.#state = 'stopping';
+    for (const scheduled of this.#jobs) scheduled.cron?.stop();
+    if (this.#refreshTimer !== undefined) this.#time.clearTimeout(this.#refreshTimer);
+    if (!wasRunning) return;
+
+    const notStarted = new ShutdownError(
+      'The job runner is stopping: the fire was dropped before the job started.',
+    );
+    for (const fire of this.#inFlight) if (!fire.started) fire.controller.abort(notStarted);
+    const graceMs = this.#config.shutdownGraceMs;
+    const running = [...this.#inFlight].filter((fire) => fire.started).length;
+    this.#logger.info({ running, graceMs }, 'stopping: no new fires, waiting for running jobs');
+    if (!(await this.#settle(graceMs))) {
+      this.#logger.warn(
+        { running: this.#inFlight.size, graceMs },
+        'grace period over: aborting the signals of running jobs',
+      );
+      const reason = new ShutdownError('The job runner is stopping: the grace period ran out.');
+      for (const fire of this.#inFlight) fire.controller.abort(reason);
+      if (!(await this.#settle(this.#abortSettleMs))) {
+        this.#logger.error(
+          { running: this.#inFlight.size },
+          'jobs ignored their aborted signal: stopping without them, their leases expire after their ttl',
+        );
+      }
+    }
+    this.#logger.info('runner stopped');
+  }
+
+  /** True when every in-flight fire settled within `ms`. */
+  async #settle(ms: number): Promise<boolean> {
+    if (this.#inFlight.size === 0) return true;
+    let timer: TimerHandle | undefined;
+    const timedOut = new Promise<false>((resolve) => {
+      timer = this.#time.setTimeout(() => resolve(false), ms);
+    });
+    const settled = this.idle().then(() => true);
+    const result = await Promise.race([settled, timedOut]);
+    this.#time.clearTimeout(timer);
+    return result;
+  }
+
+  #onCronFire(scheduled: ScheduledJob): void {
+    if (this.#state !== 'running') return;
+    const firedAt = this.#time.now();
+    const scheduledAt = scheduled.schedule.latestAtOrBefore(firedAt);
+    if (scheduledAt === undefined) return;
+    const last = scheduled.last;
+    const { job } = scheduled.firer;
+    if (last !== undefined && scheduledAt <= last) {
+      // The machine's clock stepped back: this occurrence was handled already.
+      this.#logger.debug(
+        { job: job.name, scheduledAt: new Date(scheduledAt).toISOString() },
+        'repeated fire ignored',
+      );
+      return;
+    }
+    if (last !== undefined) this.#reportUnfired(scheduled, last, scheduledAt);
+    scheduled.last = scheduledAt;
+    this.#track(scheduled.firer, scheduledAt, { kind: 'scheduled' });
+  }
+
+  /** A fire came so late that earlier occurrences passed without one (a frozen process, a busy loop). */
+  #reportUnfired(scheduled: ScheduledJob, last: number, scheduledAt: number): void {
+    const { instants, more } = scheduled.schedule.between(last, scheduledAt, missedReportLimit);
+    if (instants.length === 0) return;
+    this.#logger.warn(
+      {
+        job: scheduled.firer.job.name,
+        outcome: 'skipped',
+        reason: 'missed',
+        count: more ? `>${missedReportLimit}` : instants.length,
+        first: new Date(instants[0]!).toISOString(),
+        last: new Date(instants.at(-1)!).toISOString(),
+      },
+      'occurrences passed while this instance could not fire (frozen or overloaded); only the latest is fired',
+    );
+  }
+
+  #track(firer: JobFirer, scheduledAt: number, options: FireOptions): void {
+    const fire: InFlightFire = {
+      controller: new AbortController(),
+      started: false,
+      done: undefined as unknown as Promise<FireResult>,
+    };
+    fire.done = firer
+      .fire(scheduledAt, { ...options, signal: fire.controller.signal, onStart: () => (fire.started = true) })
+      .finally(() => this.#inFlight.delete(fire));
+    this.#inFlight.add(fire);
+  }
+
+  async #catchUp(scheduled: ScheduledJob): Promise<void> {
+    const { job } = scheduled.firer;
+    const ledger = this.#environment.ledger;
+    if (ledger === undefined) return;
+    const now = this.#clock.now();
+    const latest = scheduled.schedule.latestAtOrBefore(now);
+    const log = this.#logger.child({ job: job.name, kind: 'catch-up' });
+    if (latest === undefined || now - latest > job.catchUpMs!) {
+      log.debug({ catchUpMs: job.catchUpMs }, 'no occurrence inside the catch-up window');
+      return;
+    }
+    const scheduledAt = new Date(latest).toISOString();
+    try {
+      const [history, completed] = await Promise.all([
+        ledger.runHistory(job.name, 1),
+        ledger.isCompleted(job.name, latest),
+      ]);
+      if (completed) {
+        log.debug({ scheduledAt }, 'latest occurrence inside the catch-up window already completed');
+        return;
+      }
+      if (history.length === 0 && (await ledger.lastCompleted(job.name)) === undefined) {
+        log.info(
+          { scheduledAt },
+          'the run ledger has never seen this job: no catch-up (nothing is backfilled)',
+        );
+        return;
+      }
+    } catch (error) {
+      log.warn({ scheduledAt, error: describeError(error) }, 'catch-up skipped: store unavailable');
+      return;
+    }
+    if (this.#state !== 'running') return;
+    log.info({ scheduledAt }, 'catching up a missed occurrence');
+    if (scheduled.last === undefined || scheduled.last < latest) scheduled.last = latest;
+    this.#track(scheduled.firer, latest, { kind: 'catch-up' });
+  }
+
+  async #syncClock(when: 'start' | 'refresh'): Promise<void> {
+    try {
+      await this.#clock.sync();
+    } catch (error) {
+      const fields = { error: describeError(error) };
+      if (when === 'start') {
+        this.#logger.warn(
+          fields,
+          "could not read the store's clock: fires confirm it with the store until it answers",
+        );
+      } else {
+        this.#logger.debug(fields, "could not refresh the store's clock offset: keeping the last one");
+      }
+    }
+  }
+
+  #scheduleClockRefresh(): void {
+    if (!this.#clock.hasStoreClock || this.#state !== 'running') return;
+    this.#refreshTimer = this.#time.setTimeout(() => {
+      this.#refreshTimer = undefined;
+      void this.#syncClock('refresh').then(() => this.#scheduleClockRefresh());
+    }, this.#clockRefreshMs);
+  }
+}
+
+/**
+ * Runs one job now through its full pipeline (lock, run ledger record, timeout, retry), as
+ * `resil jobs run` does. The run's `scheduledAt` is now; it is recorded in the run ledger's history.
+ * Throws `UnknownJobError` for a name the config does not define.
+ *
+ * @example
+ * const result = await runJobNow(config, 'nightly-report', createLogger());
+ * process.exitCode = result.outcome === 'success' ? 0 : result.outcome === 'failure' ? 1 : 3;
+ */
+export async function runJobNow(
+  config: ResolvedConfig,
+  jobName: string,
+  logger: SchedulerLogger,
+  options: { timeProvider?: TimeProvider; signal?: AbortSignal } = {},
+): Promise<FireResult> {
+  const job = config.jobs.find((candidate) => candidate.name === jobName);
+  if (job === undefined) {
+    throw new UnknownJobError(
+      jobName,
+      config.jobs.map((candidate) => candidate.name),
+      config.filepath,
+    );
+  }
+  const time = options.timeProvider ?? systemTimeProvider;
+  const log = logger.child({ instance: config.instance });
+  const clock = new StoreClock(config.store, time);
+  try {
+    // Only so that the ledger's start/end times are on the store's clock; a manual run does not wait.
+    await clock.sync();
+  } catch {
+    // The lock reports an unreachable store as the result.
+  }
+  const firer = new JobFirer(job, environmentFor(config, clock, time, log));
+  return firer.fire(Math.round(clock.now()), { kind: 'manual', signal: options.signal });
+}
+
+function environmentFor(
+  config: ResolvedConfig,
+  clock: StoreClock,
+  time: TimeProvider,
+  logger: SchedulerLogger,
+): FireEnvironment {
+  return {
+    store: config.store,
+    ledger: hasRunLedger(config.store) ? config.store : undefined,
+    clock,
+    time,
+    instance: config.instance,
+    ledgerRetentionMs: config.ledgerRetentionMs,
+    logger,
+  };
+}
+
+function selectJobs(config: ResolvedConfig, names: readonly string[] | undefined): ResolvedJob[] {
+  if (names === undefined || names.length === 0) return config.jobs.filter((job) => job.enabled);
+  const known = config.jobs.map((job) => job.name);
+  return [...new Set(names)].map((name) => {
+    const job = config.jobs.find((candidate) => candidate.name === name);
+    if (job === undefined) throw new UnknownJobError(name, known, config.filepath);
+    return job;
+  });
+}
