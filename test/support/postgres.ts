@@ -17,7 +17,7 @@
  */
 import { execFile, execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -34,8 +34,31 @@ export interface PostgresServer {
   readonly process: SpawnedProcess;
   /** Fast shutdown of this server (SIGCONT first, in case it is paused), then removes its directory. */
   stop(): Promise<void>;
-  /** Sends `signal` to this server's pid only. */
+  /**
+   * Sends `signal` to this server's postmaster. SIGSTOP, SIGCONT and SIGKILL also go to the
+   * backends it forked, so the whole server stalls, resumes or crashes: a stopped postmaster
+   * alone still answers on connections that are already open.
+   */
   kill(signal: NodeJS.Signals): void;
+}
+
+const wholeServerSignals = new Set<NodeJS.Signals>(['SIGSTOP', 'SIGCONT', 'SIGKILL']);
+
+/** Pids whose parent is `pid` (Linux /proc). */
+function childrenOf(pid: number): number[] {
+  const children: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      // Field 4 is the parent pid; the command name (field 2) may contain spaces, so parse after ')'.
+      const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (parent === pid) children.push(Number(entry));
+    } catch {
+      // Exited while we looked.
+    }
+  }
+  return children;
 }
 
 export interface StartPostgresServerOptions {
@@ -136,7 +159,18 @@ export async function startPostgresServer(options: StartPostgresServerOptions = 
       url: `postgres://postgres@127.0.0.1:${port}/postgres`,
       pid: server.pid,
       process: server,
-      kill: (signal) => server.kill(signal),
+      kill(signal) {
+        const backends = wholeServerSignals.has(signal) && !server.hasExited() ? childrenOf(server.pid) : [];
+        // Postmaster first for SIGSTOP, so it cannot fork new backends while we stop the others.
+        server.kill(signal);
+        for (const backend of backends) {
+          try {
+            process.kill(backend, signal);
+          } catch {
+            // Exited in the meantime.
+          }
+        }
+      },
       stop() {
         stopped ??= (async () => {
           server.kill('SIGCONT');

@@ -1,0 +1,182 @@
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import {
+  isStoreUnavailableError,
+  PostgresLockStore,
+  StoreUnavailableError,
+  withFencedTransaction,
+} from 'resil/postgres';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  databaseUrlForTests,
+  type PostgresServer,
+  postgresServerAvailable,
+  startPostgresServer,
+  uniqueSchemaName,
+} from '../../support/postgres.ts';
+import { type SpawnedProcess, spawnProcess, waitUntil } from '../../support/processes.ts';
+
+const databaseUrl = await databaseUrlForTests();
+const schema = uniqueSchemaName('faults');
+const holderScript = fileURLToPath(new URL('./fixtures/holder.ts', import.meta.url));
+const ttlMs = 1_500;
+
+/** Starts a holder process; resolves once it holds `key`, with its token. */
+async function startHolder(
+  key: string,
+  resource: string,
+  writeEveryMs: number,
+): Promise<{ holder: SpawnedProcess; token: number }> {
+  const holder = spawnProcess(process.execPath, ['--import', 'tsx', holderScript], {
+    name: 'lock holder',
+    env: {
+      ...process.env,
+      DATABASE_URL: databaseUrl,
+      SCHEMA: schema,
+      KEY: key,
+      TTL_MS: String(ttlMs),
+      RESOURCE: resource,
+      WRITE_EVERY_MS: String(writeEveryMs),
+    },
+  });
+  const line = await holder.waitForOutput(/^acquired \d+/, 15_000);
+  return { holder, token: Number(line.split(' ')[1]) };
+}
+
+function count(output: string, pattern: RegExp): number {
+  return output.split('\n').filter((line) => pattern.test(line)).length;
+}
+
+describe.skipIf(!databaseUrl)('PostgresLockStore under faults, with real processes', () => {
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: 5, connectionTimeoutMillis: 5_000 });
+  const store = new PostgresLockStore(pool, { schema });
+  const holders: SpawnedProcess[] = [];
+
+  beforeAll(async () => {
+    await pool.query(`CREATE SCHEMA ${schema}`);
+    await store.ensureTables();
+    await pool.query(`CREATE TABLE ${schema}.reports (id serial PRIMARY KEY, resource text, body text)`);
+  });
+
+  afterAll(async () => {
+    await Promise.all(holders.map((holder) => holder.stop(1_000)));
+    await pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+    await pool.end();
+  });
+
+  it('kill -9 of a holder: its lease is not released, and another owner acquires within one ttl with a higher token', async () => {
+    const { holder, token } = await startHolder('crash', 'unused', 0);
+    holders.push(holder);
+    await holder.waitForOutput(/^renewed/, 5_000);
+    expect(await store.acquire('crash', 'survivor', ttlMs)).toBeUndefined();
+
+    const killedAt = performance.now();
+    holder.kill('SIGKILL');
+    await holder.exited;
+    expect((await store.inspect('crash'))?.token).toBe(token);
+
+    const taken = await waitUntil(
+      'the crashed holder’s lease to expire',
+      () => store.acquire('crash', 'survivor', ttlMs),
+      { timeoutMs: ttlMs + 2_000, intervalMs: 20 },
+    );
+    const waited = performance.now() - killedAt;
+    expect(taken).toBeGreaterThan(token);
+    // The last renewal came at most ttl / 3 before the kill: the lease outlives the holder by
+    // between 2/3 ttl and one ttl.
+    expect(waited).toBeLessThan(ttlMs + 500);
+    expect(waited).toBeGreaterThan(ttlMs / 2);
+  });
+
+  it('SIGSTOP of a holder past its ttl: another owner takes over, and the woken holder’s fenced writes are all rejected', async () => {
+    const resource = 'paused-report';
+    const { holder, token } = await startHolder('pause', resource, 50);
+    holders.push(holder);
+    await holder.waitForOutput(/^write ok 2$/, 5_000);
+
+    holder.kill('SIGSTOP');
+    const taken = (await waitUntil(
+      'the paused holder’s lease to expire',
+      () => store.acquire('pause', 'successor', 30_000),
+      { timeoutMs: ttlMs + 2_000, intervalMs: 20 },
+    )) as number;
+    expect(taken).toBeGreaterThan(token);
+    await withFencedTransaction(
+      pool,
+      resource,
+      taken,
+      (client) =>
+        client.query(`INSERT INTO ${schema}.reports (resource, body) VALUES ($1, 'successor')`, [resource]),
+      { schema },
+    );
+    const writesBeforeWake = count(holder.output(), /^write ok/);
+
+    holder.kill('SIGCONT');
+    await holder.waitForOutput(/^lost$/, 5_000);
+    await waitUntil(
+      'three rejected writes from the woken holder',
+      () => count(holder.output(), /^write stale/) >= 3,
+    );
+    holder.kill('SIGKILL');
+    await holder.exited;
+
+    const output = holder.output();
+    expect(count(output, /^write ok/)).toBe(writesBeforeWake);
+    expect(count(output, /^write error/)).toBe(0);
+    expect(output).toContain(`write stale ${writesBeforeWake + 1} ${taken}`);
+    // Nothing the holder wrote landed after the successor's write.
+    const rows = await pool.query<{ body: string }>(
+      `SELECT body FROM ${schema}.reports WHERE resource = $1 ORDER BY id`,
+      [resource],
+    );
+    const bodies = rows.rows.map((row) => row.body);
+    expect(bodies.at(-1)).toBe('successor');
+    expect(bodies).toHaveLength(writesBeforeWake + 1);
+  });
+
+  describe.skipIf(!postgresServerAvailable())('a private server that stalls and dies', () => {
+    let server: PostgresServer;
+    let serverPool: pg.Pool;
+
+    beforeAll(async () => {
+      server = await startPostgresServer();
+      serverPool = new pg.Pool({ connectionString: server.url, max: 4, connectionTimeoutMillis: 1_000 });
+    });
+
+    afterAll(async () => {
+      await server?.stop();
+      await serverPool?.end();
+    });
+
+    it('a stalled server (SIGSTOP): acquire fails closed with StoreUnavailableError within the timeout, and works again once it resumes', async () => {
+      const stalledStore = new PostgresLockStore(serverPool, { timeout: 500 });
+      expect(await stalledStore.acquire('before', 'a', 10_000)).toBeDefined();
+
+      server.kill('SIGSTOP');
+      const startedAt = performance.now();
+      const error = await stalledStore.acquire('during', 'a', 10_000).catch((caught: unknown) => caught);
+      const waited = performance.now() - startedAt;
+      server.kill('SIGCONT');
+
+      expect(error).toBeInstanceOf(StoreUnavailableError);
+      expect(waited).toBeGreaterThanOrEqual(450);
+      expect(waited).toBeLessThan(1_500);
+      const token = await waitUntil('the resumed server to grant a lease', () =>
+        stalledStore.acquire('after', 'a', 10_000),
+      );
+      expect(token).toBeGreaterThan(0);
+    });
+
+    it('a stopped server: every acquire fails closed with StoreUnavailableError, quickly, and the process survives the pool’s errors', async () => {
+      const deadStore = new PostgresLockStore(serverPool, { timeout: 2_000 });
+      expect(await deadStore.acquire('k', 'a', 10_000)).toBeDefined();
+      await server.stop();
+      for (let attempt = 0; attempt < 3; attempt++) {
+        const startedAt = performance.now();
+        const error = await deadStore.acquire('k', 'b', 10_000).catch((caught: unknown) => caught);
+        expect(isStoreUnavailableError(error)).toBe(true);
+        expect(performance.now() - startedAt).toBeLessThan(1_500);
+      }
+    });
+  });
+});
