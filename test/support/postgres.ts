@@ -15,7 +15,7 @@
  * const databaseUrl = await databaseUrlForTests();
  * describe.skipIf(!databaseUrl)('my store', () => { ... });
  */
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -40,6 +40,47 @@ export interface PostgresServer {
    * alone still answers on connections that are already open.
    */
   kill(signal: NodeJS.Signals): void;
+}
+
+// Runs detached beside each server: when the test process dies without stopping it (a vitest
+// worker is killed, say, and no 'exit' handler runs), it stops the server and removes its directory.
+// argv: parent pid, postmaster pid, directory.
+const watchdogScript = `
+const [parent, server] = process.argv.slice(1, 3).map(Number);
+const dir = process.argv[3];
+const alive = (pid) => { try { process.kill(pid, 0); return true; } catch (e) { return e.code === 'EPERM'; } };
+const signal = (pid, name) => { try { process.kill(pid, name); } catch {} };
+const backends = () => require('node:fs').readdirSync('/proc').filter((e) => /^\\d+$/.test(e)).filter((e) => {
+  try { const s = require('node:fs').readFileSync('/proc/' + e + '/stat', 'utf8');
+    return Number(s.slice(s.lastIndexOf(')') + 2).split(' ')[1]) === server; } catch { return false; }
+}).map(Number);
+const cleanUp = () => require('node:fs').rmSync(dir, { recursive: true, force: true });
+const timer = setInterval(() => {
+  if (!alive(server)) { clearInterval(timer); return; }
+  if (alive(parent)) return;
+  clearInterval(timer);
+  for (const pid of [server, ...backends()]) signal(pid, 'SIGCONT');
+  signal(server, 'SIGINT');
+  const startedAt = Date.now();
+  const wait = setInterval(() => {
+    if (alive(server) && Date.now() - startedAt < 5000) return;
+    clearInterval(wait);
+    if (alive(server)) signal(server, 'SIGKILL');
+    setTimeout(cleanUp, 200);
+  }, 100);
+}, 250);
+`;
+
+function startWatchdog(serverPid: number, dir: string): void {
+  const watchdog = spawn(
+    process.execPath,
+    ['-e', watchdogScript, String(process.pid), String(serverPid), dir],
+    {
+      detached: true,
+      stdio: 'ignore',
+    },
+  );
+  watchdog.unref();
 }
 
 const wholeServerSignals = new Set<NodeJS.Signals>(['SIGSTOP', 'SIGCONT', 'SIGKILL']);
@@ -153,6 +194,7 @@ export async function startPostgresServer(options: StartPostgresServerOptions = 
     spawned = spawnProcess(command, args, { name: `postgres :${port}` });
     await spawned.waitForOutput(/database system is ready to accept connections/, readyTimeoutMs);
     const server = spawned;
+    startWatchdog(server.pid, dir);
     let stopped: Promise<void> | undefined;
     return {
       port,
