@@ -154,11 +154,10 @@ class HedgingStrategy implements ResilienceStrategy {
   ): Promise<Attempt<T> | undefined> {
     const signal = new DerivedSignal(primaryContext);
     const actionContext = primaryContext.derive(signal);
-    let run: () => Promise<Outcome<T, unknown>>;
-    try {
-      run = () => next(callback, actionContext);
-      const generate = this.#options.actionGenerator;
-      if (attemptNumber > 0 && generate) {
+    let run = () => next(callback, actionContext);
+    const generate = this.#options.actionGenerator;
+    if (attemptNumber > 0 && generate) {
+      try {
         const action = generate({
           primaryContext,
           actionContext,
@@ -170,15 +169,21 @@ class HedgingStrategy implements ResilienceStrategy {
           return undefined;
         }
         run = () => invoke(action as () => T, actionContext);
+      } catch (error) {
+        // Like Polly, a throwing generator is this attempt's failure.
+        run = () => Promise.resolve(Outcome.failure(error));
       }
-      if (attemptNumber > 0) {
-        const args: OnHedgingArguments = { primaryContext, actionContext, attemptNumber };
-        this.#environment.report('OnHedging', actionContext, args);
+    }
+    if (attemptNumber > 0) {
+      const args: OnHedgingArguments = { primaryContext, actionContext, attemptNumber };
+      this.#environment.report('OnHedging', actionContext, args);
+      try {
         if (this.#options.onHedging) await this.#options.onHedging(args);
+      } catch (error) {
+        // Like Polly, a throwing onHedging fails the execution (the running attempts are aborted).
+        signal.dispose();
+        throw error;
       }
-    } catch (error) {
-      // Like Polly, a throwing generator or onHedging is this attempt's failure.
-      run = () => Promise.resolve(Outcome.failure(error));
     }
     const attempt: Attempt<T> = { signal, outcome: undefined!, handled: false, settled: undefined! };
     attempt.settled = run()
