@@ -108,7 +108,7 @@ describe('latency mode (delay > 0)', () => {
     let number = 0;
     const result = pipeline.settle(async () => {
       const mine = number++;
-      await new Promise((resolve) => time.setTimeout(resolve, 1_000 - mine * 100));
+      await new Promise<void>((resolve) => time.setTimeout(resolve, 1_000 - mine * 100));
       throw new Error(`attempt ${mine}`);
     });
     await time.advance(2_000);
@@ -361,7 +361,7 @@ describe('attempt isolation', () => {
       signals.push(context.signal);
       seen.push(context.properties.get(KEY));
       context.properties.set(KEY, mine);
-      await new Promise((resolve) => time.setTimeout(resolve, 10 - mine));
+      await new Promise<void>((resolve) => time.setTimeout(resolve, 10 - mine));
       return context.properties.get(KEY);
     });
     await time.advance(10);
@@ -381,7 +381,9 @@ describe('attempt isolation', () => {
     const result = pipeline.settle(async ({ signal }) => {
       const mine = number++;
       if (mine === 1) return 'fast';
-      await new Promise((resolve) => signal.addEventListener('abort', () => time.setTimeout(resolve, 50)));
+      await new Promise<void>((resolve) =>
+        signal.addEventListener('abort', () => time.setTimeout(resolve, 50)),
+      );
       order.push('loser cleaned up');
       throw signal.reason;
     });
