@@ -72,10 +72,10 @@ export class HeldLease {
   #scheduleRenewal(lastRequestAt: number): void {
     const time = this.#settings.environment.timeProvider;
     const due = lastRequestAt + this.#settings.renewEvery - time.monotonic();
-    this.#timer = time.setTimeout(this.#renew, Math.max(0, due));
+    this.#timer = time.setTimeout(() => this.#renew(), Math.max(0, due));
   }
 
-  readonly #renew = (): void => {
+  #renew(): void {
     this.#timer = undefined;
     if (this.#ended || this.lostError) return;
     const { store, ttl, environment } = this.#settings;
@@ -87,7 +87,7 @@ export class HeldLease {
       return;
     }
     // A renewal that hangs must not outlive the lease: lose it when the estimate runs out.
-    this.#timer = time.setTimeout(this.#expire, remaining);
+    this.#timer = time.setTimeout(() => this.#expire(), remaining);
     let renewing: Promise<boolean>;
     try {
       renewing = store.renew(this.#key, this.#owner, ttl);
@@ -98,12 +98,12 @@ export class HeldLease {
       (renewed) => this.#renewed(renewed, requestedAt),
       (error: unknown) => this.#renewFailed(error),
     );
-  };
+  }
 
-  readonly #expire = (): void => {
+  #expire(): void {
     this.#timer = undefined;
     if (!this.#ended && !this.lostError) this.#lose(false);
-  };
+  }
 
   #renewed(renewed: boolean, requestedAt: number): void {
     if (this.#ended || this.lostError) return;
@@ -129,7 +129,10 @@ export class HeldLease {
       return;
     }
     // The last retry falls on the estimate's end, where #renew declares the loss.
-    this.#timer = environment.timeProvider.setTimeout(this.#renew, Math.min(this.#retryDelay, remaining));
+    this.#timer = environment.timeProvider.setTimeout(
+      () => this.#renew(),
+      Math.min(this.#retryDelay, remaining),
+    );
     this.#retryDelay = Math.min(this.#retryDelay * 2, lockTiming.pollMaxDelay);
   }
 
