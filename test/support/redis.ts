@@ -199,7 +199,7 @@ export async function startRedisSentinel(options: StartRedisSentinelOptions): Pr
 export interface RedisClusterServers {
   readonly nodes: readonly RedisServer[];
   /** `[{ host, port }]` for `new Cluster(startupNodes)`. */
-  readonly startupNodes: ReadonlyArray<{ host: string; port: number }>;
+  readonly startupNodes: Array<{ host: string; port: number }>;
   stop(): Promise<void>;
 }
 

@@ -6,6 +6,7 @@ import type { RunLedger, RunRecord } from '../../strategies/lock/run-ledger.ts';
 import type { LeaseInfo, LockStore } from '../../strategies/lock/store.ts';
 import { BoundedCommands, type ConnectionStatus, commandError, describe } from './bounded-commands.ts';
 import { redisLockStoreDefaults, redisLockStoreLimits } from './defaults.ts';
+import { guardErrorEvents } from './error-events.ts';
 import { RedisKeys } from './keys.ts';
 import type { FencedSetOptions, RedisLockStoreOptions } from './options.ts';
 import { type ScriptedCommands, type ScriptedPipeline, storeScripts } from './scripts.ts';
@@ -27,8 +28,9 @@ type PipelineReplies = Array<[Error | null, unknown]> | null;
  *   (while server clocks agree) across a failover that lost the last increments.
  * - Every operation fails within `commandTimeout` with `StoreUnavailableError` when Redis is down
  *   or stalled; nothing is left in the client's offline queue.
- * - The store adds no `'error'` listener to your client: ioredis already prints unhandled
- *   connection errors instead of throwing them, and your own listener should see them, not ours.
+ * - Client `'error'` events never crash the process and never carry a password: the store
+ *   prepends one listener that masks `AUTH`/`HELLO` arguments on errors and, while it is the only
+ *   listener, prints them the way ioredis does without one (see `guardErrorEvents`).
  *
  * @example
  * import Redis from 'ioredis';
@@ -87,6 +89,7 @@ export class RedisLockStore implements LockStore, RunLedger {
       // Same name, same script: several stores on one client redefine it harmlessly.
       client.defineCommand(name, definition);
     }
+    guardErrorEvents(client);
     this.#commands = client as Client;
     this.#bounded = new BoundedCommands(this.#commands, commandTimeout);
   }
