@@ -100,7 +100,8 @@ class LockStrategy implements ResilienceStrategy {
     } catch (error) {
       return Outcome.failure(error);
     }
-    if (token === undefined) {
+    // `== null`: a custom store may answer null for "held" (a SQL NULL, a Lua nil).
+    if (token == null) {
       const acquired = await this.#waitForLock(key, owner, context, requestedAt);
       if (acquired instanceof WaitFailure) return Outcome.failure(acquired.error);
       token = acquired.token;
@@ -152,9 +153,9 @@ class LockStrategy implements ResilienceStrategy {
       try {
         const token = await untilAborted(store.acquire(key, owner, ttl), signal, (late) => {
           // The caller gave up while the request was in flight: hand back what it won.
-          if (late !== undefined) this.#release(key, owner, context);
+          if (late != null) this.#release(key, owner, context);
         });
-        if (token !== undefined) return { token, requestedAt };
+        if (token != null) return { token, requestedAt };
       } catch (error) {
         return new WaitFailure(error);
       }

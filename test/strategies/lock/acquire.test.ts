@@ -212,6 +212,12 @@ describe('lock: acquire', () => {
     expect(setup.time.pendingTimers).toBe(0);
   });
 
+  it('takes a null answer from a custom store as "held"', async () => {
+    const setup = setUp();
+    setup.store.onAcquire = async () => null as never;
+    expect((await setup.pipeline.settle(() => 'ran')).error).toBeInstanceOf(LockNotAcquiredError);
+  });
+
   it('is not reentrant: a nested lock on the same key fails as held', async () => {
     const setup = setUp();
     const outcome = await setup.pipeline.settle(() => setup.pipeline.execute(() => 'inner'));
