@@ -6,31 +6,43 @@ export interface SignalSource {
   readonly signal: AbortSignal;
 }
 
+export interface ResilienceContextOptions {
+  /** The signal the callback honours, or a source that makes it on first read. Defaults to one that never aborts. */
+  signal?: AbortSignal | SignalSource;
+  /** Optional key the caller gave this execution (for logs, lock keys, ...). */
+  operationKey?: string;
+  /** The property bag to use. Defaults to a new, empty one. */
+  properties?: ResilienceProperties;
+}
+
 /**
  * What a callback and every strategy see of one execution: the signal to honour, the
  * operation key and typed properties. Strategies that need their own signal (timeout, lock)
  * run their inner part with a derived context.
+ *
+ * @example
+ * await pipeline.execute(async (context) => {
+ *   const response = await fetch(url, { signal: context.signal });
+ *   context.properties.set(STATUS, response.status);
+ * }, { operationKey: 'fetch-prices' });
  */
 export class ResilienceContext {
   /** Optional key the caller gave this execution (for logs, lock keys, ...). */
   readonly operationKey: string | undefined;
-  /** Typed values carried through the execution. */
-  readonly properties: ResilienceProperties;
   #signal: AbortSignal | undefined;
   readonly #signalSource: SignalSource | undefined;
+  #properties: ResilienceProperties | undefined;
+  // Most executions never touch properties: the bag is made on first read, inheriting from here.
+  readonly #inheritFrom: ResilienceContext | undefined;
 
-  constructor(
-    options: {
-      signal?: AbortSignal | SignalSource;
-      operationKey?: string;
-      properties?: ResilienceProperties;
-    } = {},
-  ) {
+  /** @param inheritFrom internal: the context whose properties this one's fall back to. */
+  constructor(options: ResilienceContextOptions = {}, inheritFrom?: ResilienceContext) {
     const signal = options.signal ?? neverAbortedSignal;
     if (isAbortSignal(signal)) this.#signal = signal;
     else this.#signalSource = signal;
     this.operationKey = options.operationKey;
-    this.properties = options.properties ?? new ResilienceProperties();
+    this.#properties = options.properties;
+    this.#inheritFrom = inheritFrom;
   }
 
   /** Aborted when the caller aborts, or a strategy (timeout, lost lock) cancels the callback. */
@@ -39,16 +51,18 @@ export class ResilienceContext {
     return this.#signal;
   }
 
+  /** Typed values carried through the execution (see `ResiliencePropertyKey`). */
+  get properties(): ResilienceProperties {
+    this.#properties ??= new ResilienceProperties(this.#inheritFrom?.properties);
+    return this.#properties;
+  }
+
   /**
    * A child context for an inner part of the pipeline: same operation key, properties that
    * inherit from this context's, and `signal` instead of this context's signal.
    */
   derive(signal: AbortSignal | SignalSource): ResilienceContext {
-    return new ResilienceContext({
-      signal,
-      operationKey: this.operationKey,
-      properties: new ResilienceProperties(this.properties),
-    });
+    return new ResilienceContext({ signal, operationKey: this.operationKey }, this);
   }
 }
 
@@ -58,8 +72,8 @@ function isAbortSignal(value: AbortSignal | SignalSource): value is AbortSignal 
 
 /**
  * A signal derived from a parent context's: aborted when the parent aborts (with the parent's
- * reason) or when `abort()` is called. Neither the parent's signal nor an AbortController is
- * created until someone reads `signal`; `dispose()` removes the parent listener.
+ * reason) or when `abort()` is called, whichever comes first. Neither the parent's signal nor an
+ * AbortController is created until someone reads `signal`; `dispose()` removes the parent listener.
  */
 export class DerivedSignal implements SignalSource {
   #controller: AbortController | undefined;
@@ -77,9 +91,12 @@ export class DerivedSignal implements SignalSource {
     if (this.#controller) return this.#controller.signal;
     const controller = new AbortController();
     this.#controller = controller;
+    if (this.#aborted) {
+      controller.abort(this.#reason);
+      return controller.signal;
+    }
     const parent = this.#parent.signal;
-    if (this.#aborted) controller.abort(this.#reason);
-    else if (parent.aborted) controller.abort(parent.reason);
+    if (parent.aborted) controller.abort(parent.reason);
     else if (parent !== neverAbortedSignal) {
       this.#parentSignal = parent;
       this.#onParentAbort = () => controller.abort(parent.reason);
@@ -88,12 +105,21 @@ export class DerivedSignal implements SignalSource {
     return controller.signal;
   }
 
-  /** Aborts the derived signal with `reason`, unless it already aborted. */
+  /** True once `abort()` was called or the parent aborted. */
+  get aborted(): boolean {
+    if (this.#controller) return this.#controller.signal.aborted;
+    return this.#aborted || this.#parent.signal.aborted;
+  }
+
+  /** Aborts the derived signal with `reason`, unless it (or its parent) already aborted. */
   abort(reason: unknown): void {
-    if (this.#aborted) return;
+    if (this.#controller) {
+      this.#controller.abort(reason);
+      return;
+    }
+    if (this.#aborted || this.#parent.signal.aborted) return;
     this.#aborted = true;
     this.#reason = reason;
-    this.#controller?.abort(reason);
   }
 
   /** Detaches from the parent. Call when the derived scope ends. */
@@ -101,6 +127,7 @@ export class DerivedSignal implements SignalSource {
     if (this.#onParentAbort) {
       this.#parentSignal!.removeEventListener('abort', this.#onParentAbort);
       this.#onParentAbort = undefined;
+      this.#parentSignal = undefined;
     }
   }
 }

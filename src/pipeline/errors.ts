@@ -1,13 +1,18 @@
+/**
+ * Marks resil errors. A registered symbol, so errors from another copy of the package (two
+ * versions in node_modules, a bundled copy) still pass the guards where `instanceof` fails.
+ */
 const brand = Symbol.for('resil.error');
 
 /**
  * Base class of every error resil raises. `code` is stable across versions; match on it
- * (or use the `isX` guards), not on the message.
+ * (or use the `isX` guards, which work across copies of the package), not on the message.
+ *
+ * @example
+ * if (isResilienceError(error) && error.code === 'TIMEOUT') { ... }
  */
 export abstract class ResilienceError extends Error {
   abstract readonly code: string;
-  /** @internal Marks resil errors so guards work across duplicated copies of the package. */
-  readonly [brand] = true;
 
   /** True when the callback never ran (the strategy rejected the execution up front). */
   isRejection(): boolean {
@@ -15,17 +20,34 @@ export abstract class ResilienceError extends Error {
   }
 }
 
+// On the prototype rather than each instance: no per-error cost and no noise in util.inspect().
+Object.defineProperty(ResilienceError.prototype, brand, { value: true });
+
 /** True for any error raised by resil, even from another copy of the package. */
 export function isResilienceError(error: unknown): error is ResilienceError {
-  return typeof error === 'object' && error !== null && (error as { [brand]?: unknown })[brand] === true;
+  return (
+    typeof error === 'object' &&
+    error !== null &&
+    (error as { [brand]?: unknown })[brand] === true &&
+    typeof (error as { code?: unknown }).code === 'string'
+  );
 }
 
-/** True exactly for errors that mean the callback never ran (lock not acquired, circuit open, ...). */
+/**
+ * True exactly for errors that mean the callback never ran (lock not acquired, circuit open, ...),
+ * so a caller knows it is safe to run the work some other way.
+ */
 export function isRejection(error: unknown): boolean {
-  return isResilienceError(error) && error.isRejection();
+  return isResilienceError(error) && typeof error.isRejection === 'function' && error.isRejection() === true;
 }
 
-/** Makes a brand-based guard for the resil error with `code`. */
+/**
+ * Makes a brand-based guard for the resil error with `code`: true for that error from any copy of
+ * the package.
+ *
+ * @example
+ * export const isTimeoutRejectedError = errorGuard<TimeoutRejectedError>('TIMEOUT');
+ */
 export function errorGuard<E extends ResilienceError>(code: E['code']): (error: unknown) => error is E {
   return (error): error is E => isResilienceError(error) && error.code === code;
 }

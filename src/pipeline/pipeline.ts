@@ -1,4 +1,4 @@
-import { runWithContext } from './ambient.ts';
+import { currentContext, runWithContext } from './ambient.ts';
 import { ResilienceContext } from './context.ts';
 import { Outcome } from './outcome.ts';
 import type { Callback, Next, ResilienceStrategy } from './strategy.ts';
@@ -10,19 +10,46 @@ export interface ExecuteOptions {
   operationKey?: string;
 }
 
-const invokeCallback: Next = async (callback, context) => {
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return (
+    value !== null &&
+    (typeof value === 'object' || typeof value === 'function') &&
+    typeof (value as { then?: unknown }).then === 'function'
+  );
+}
+
+// The innermost step. Not an async function: on the hot path it costs exactly one promise (the
+// reaction to the callback's own promise), which matters because every promise is expensive while
+// AsyncLocalStorage is enabled on Node 20.
+const invokeCallback: Next = <T>(callback: Callback<T>, context: ResilienceContext) => {
+  let result: T | PromiseLike<T>;
   try {
-    return Outcome.success(await runWithContext(context, callback));
+    result = runWithContext(context, callback);
   } catch (error) {
-    return Outcome.failure(error);
+    return Promise.resolve(Outcome.failure<T>(error));
   }
+  if (result instanceof Promise) {
+    return (result as Promise<T>).then(Outcome.success<T, unknown>, Outcome.failure<T, unknown>);
+  }
+  if (isThenable(result)) {
+    return Promise.resolve(result).then(Outcome.success<T, unknown>, Outcome.failure<T, unknown>);
+  }
+  return Promise.resolve(Outcome.success<T, unknown>(result));
 };
+
+function valueOrThrow<T>(outcome: Outcome<T, unknown>): T {
+  if (outcome.ok) return outcome.value;
+  throw outcome.error;
+}
 
 /**
  * Strategies composed in the order they were added (first = outermost), built by
  * `PipelineBuilder` or `ResiliencePipelineBuilder`. Safe to share and to run concurrently.
  *
  * `E` is the union of the errors the strategies can raise, for {@link settle} + `Outcome.match()`.
+ *
+ * An execution started inside another execution's callback sees the outer one's properties
+ * (reads fall back to them), so `getLockToken()` works inside a nested pipeline too.
  */
 export class ResiliencePipeline<E = never> {
   readonly #run: Next;
@@ -40,15 +67,14 @@ export class ResiliencePipeline<E = never> {
 
   /**
    * Runs `callback` through the pipeline and returns its value, or throws the final error: one of
-   * the pipeline's errors `E` or whatever the callback threw.
+   * the pipeline's errors `E` or whatever the callback threw. When `options.signal` is already
+   * aborted, the callback never runs and its reason is thrown.
    *
    * @example
    * const body = await pipeline.execute(({ signal }) => fetch(url, { signal }).then((r) => r.text()));
    */
-  async execute<T>(callback: Callback<T>, options?: ExecuteOptions): Promise<T> {
-    const outcome = await this.settle(callback, options);
-    if (outcome.ok) return outcome.value;
-    throw outcome.error;
+  execute<T>(callback: Callback<T>, options?: ExecuteOptions): Promise<T> {
+    return this.#start(callback, options).then(valueOrThrow<T>);
   }
 
   /**
@@ -62,10 +88,14 @@ export class ResiliencePipeline<E = never> {
    * });
    */
   settle<T>(callback: Callback<T>, options?: ExecuteOptions): Promise<Outcome<T, E>> {
+    // Strategies resolve to outcomes; the catch is for one that breaks that rule.
+    return this.#start(callback, options).catch(Outcome.failure<T, unknown>) as Promise<Outcome<T, E>>;
+  }
+
+  #start<T>(callback: Callback<T>, options: ExecuteOptions | undefined): Promise<Outcome<T, unknown>> {
     const signal = options?.signal;
-    if (signal?.aborted) return Promise.resolve(Outcome.failure(signal.reason));
-    const context = new ResilienceContext({ signal, operationKey: options?.operationKey });
-    // A throwing option callback (shouldHandle, onRetry, ...) still settles.
-    return this.#run(callback, context).catch(Outcome.failure) as Promise<Outcome<T, E>>;
+    if (signal?.aborted) return Promise.resolve(Outcome.failure<T>(signal.reason));
+    const context = new ResilienceContext({ signal, operationKey: options?.operationKey }, currentContext());
+    return this.#run(callback, context);
   }
 }

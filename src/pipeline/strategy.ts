@@ -9,8 +9,9 @@ export type Callback<T> = (context: ResilienceContext) => T | PromiseLike<T>;
 export type Next = <T>(callback: Callback<T>, context: ResilienceContext) => Promise<Outcome<T, unknown>>;
 
 /**
- * One built strategy. It runs the rest of the pipeline through `next` and returns an outcome
- * rather than throwing, so strategies hand results to each other without exceptions.
+ * One built strategy. It runs the rest of the pipeline through `next` and resolves to an outcome
+ * rather than rejecting, so strategies hand results to each other without exceptions: an option
+ * callback that throws (`shouldHandle`, `onRetry`, ...) becomes a failed outcome.
  */
 export interface ResilienceStrategy {
   execute<T>(callback: Callback<T>, context: ResilienceContext, next: Next): Promise<Outcome<T, unknown>>;
@@ -34,6 +35,11 @@ export interface StrategyEnvironment {
   readonly timeProvider: TimeProvider;
   /** Reports an event to the builder's telemetry listener (a no-op when there is none). */
   report(event: string, context: ResilienceContext, args: unknown): void;
+  /**
+   * False when nobody listens to `report`, so a strategy can skip work done only for telemetry
+   * (measuring durations, building arguments). Treat `undefined` as true.
+   */
+  readonly telemetryEnabled?: boolean;
 }
 
 /**

@@ -15,17 +15,33 @@ export interface TimeProvider {
   clearTimeout(handle: TimerHandle): void;
 }
 
-// setTimeout fires at once for delays above 2^31 - 1 ms; clamp instead (about 24.8 days).
+// The global setTimeout fires at once for delays above 2^31 - 1 ms (about 24.8 days).
 const maxTimerDelay = 2_147_483_647;
 
 const perf = (globalThis as { performance?: { now(): number } }).performance;
+
+type GlobalTimer = ReturnType<typeof globalThis.setTimeout>;
+
+/** A delay longer than one global timer can hold, waited out in steps. */
+class LongTimer {
+  current: GlobalTimer | undefined;
+  constructor(callback: () => void, ms: number) {
+    const step = (remaining: number) => {
+      if (remaining <= maxTimerDelay) this.current = globalThis.setTimeout(callback, remaining);
+      else this.current = globalThis.setTimeout(() => step(remaining - maxTimerDelay), maxTimerDelay);
+    };
+    step(ms);
+  }
+}
 
 /** The system clock: `Date.now()`, `performance.now()` and the global timers. */
 export const systemTimeProvider: TimeProvider = {
   now: () => Date.now(),
   monotonic: perf ? () => perf.now() : () => Date.now(),
-  setTimeout: (callback, ms) => globalThis.setTimeout(callback, Math.min(Math.max(ms, 0), maxTimerDelay)),
-  clearTimeout: (handle) => globalThis.clearTimeout(handle as ReturnType<typeof globalThis.setTimeout>),
+  setTimeout: (callback, ms) =>
+    ms > maxTimerDelay ? new LongTimer(callback, ms) : globalThis.setTimeout(callback, Math.max(ms || 0, 0)),
+  clearTimeout: (handle) =>
+    globalThis.clearTimeout((handle instanceof LongTimer ? handle.current : handle) as GlobalTimer),
 };
 
 /** A signal that never aborts: the default when the caller passes none. */
@@ -33,7 +49,10 @@ export const neverAbortedSignal: AbortSignal = new AbortController().signal;
 
 /**
  * Resolves after `ms` on `time`; rejects with `signal.reason` as soon as `signal` aborts,
- * clearing the timer.
+ * clearing the timer (and removing its listener when the delay ends).
+ *
+ * @example
+ * await delay(systemTimeProvider, 500, context.signal); // throws signal.reason on abort
  */
 export function delay(
   time: TimeProvider,

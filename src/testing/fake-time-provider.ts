@@ -41,7 +41,8 @@ export class FakeTimeProvider implements TimeProvider {
   }
 
   setTimeout(callback: () => void, ms: number): TimerHandle {
-    const timer = { id: this.#nextId++, dueAt: this.#monotonic + Math.max(0, ms), callback };
+    // NaN and negative delays run at the current instant, like the global setTimeout.
+    const timer = { id: this.#nextId++, dueAt: this.#monotonic + Math.max(ms || 0, 0), callback };
     // Kept sorted by due time, then creation order, so equal deadlines run first-in first-out.
     let index = this.#timers.length;
     while (index > 0 && this.#timers[index - 1]!.dueAt > timer.dueAt) index--;

@@ -1,4 +1,4 @@
-/** Retry defaults, as in Polly v8. A test pins each of them. */
+/** Retry defaults, as in Polly v8 (`RetryConstants`). A test pins each of them. */
 export const retryDefaults = {
   maxRetryAttempts: 3,
   delay: 2_000,
@@ -6,8 +6,8 @@ export const retryDefaults = {
   useJitter: false,
 } as const;
 
-/** Polly's bounds: at least one retry; delays from zero to one day. */
+/** Polly's bounds: at least one retry (Infinity for no limit); delays from zero to one day. */
 export const retryLimits = {
-  maxRetryAttempts: { min: 1, max: Number.MAX_SAFE_INTEGER },
+  maxRetryAttempts: { min: 1, max: Number.POSITIVE_INFINITY },
   delay: { min: 0, max: 86_400_000 },
 } as const;

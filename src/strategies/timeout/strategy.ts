@@ -9,6 +9,7 @@ import type {
   StrategyEnvironment,
   StrategyFactory,
 } from '../../pipeline/strategy.ts';
+import { type Deadline, DeadlineQueue } from './deadline-queue.ts';
 import { timeoutDefaults, timeoutLimits } from './defaults.ts';
 import { TimeoutRejectedError } from './errors.ts';
 import type { OnTimeoutArguments, TimeoutStrategyOptions } from './options.ts';
@@ -16,19 +17,45 @@ import type { OnTimeoutArguments, TimeoutStrategyOptions } from './options.ts';
 /**
  * Aborts the callback's `context.signal` when `timeout` elapses. Cooperative, as in Polly v8: the
  * callback must honour its signal; if it then fails, the execution fails with
- * `TimeoutRejectedError`. An abort of the caller's own signal passes through untouched.
+ * `TimeoutRejectedError`. A callback that ignores the signal and succeeds keeps its value. An
+ * abort of the caller's own signal passes through untouched.
  *
  * @example
- * new PipelineBuilder().add(timeoutStrategy('5s'))
+ * new PipelineBuilder().add(timeoutStrategy('5s')).build();
+ * new PipelineBuilder().add(timeoutStrategy({ timeout: '5s', onTimeout: ({ timeout }) => log.warn({ timeout }) })).build();
  */
 export function timeoutStrategy(
   options: TimeoutStrategyOptions | Duration = {},
 ): StrategyFactory<TimeoutRejectedError> {
-  const resolved: TimeoutStrategyOptions = typeof options === 'object' ? options : { timeout: options };
   return {
     name: 'timeout',
-    create: (environment) => new TimeoutStrategy(resolved, environment),
+    create: (environment) => new TimeoutStrategy(options, environment),
   };
+}
+
+/** One execution's timeout: its derived signal, and its place in the strategy's deadline queue. */
+class PendingTimeout extends DerivedSignal implements Deadline {
+  dueAt = 0;
+  previous: Deadline | undefined = undefined;
+  next: Deadline | undefined = undefined;
+  queued = false;
+  /** Set when this timeout's own timer fired first. */
+  error: TimeoutRejectedError | undefined = undefined;
+  readonly #context: ResilienceContext;
+  readonly timeout: number;
+
+  constructor(context: ResilienceContext, timeout: number) {
+    super(context);
+    this.#context = context;
+    this.timeout = timeout;
+  }
+
+  expire(): void {
+    // The caller's abort came first: its reason stays the one the callback sees.
+    if (this.#context.signal.aborted) return;
+    this.error = new TimeoutRejectedError(this.timeout);
+    this.abort(this.error);
+  }
 }
 
 class TimeoutStrategy implements ResilienceStrategy {
@@ -36,23 +63,27 @@ class TimeoutStrategy implements ResilienceStrategy {
   readonly #generator: TimeoutStrategyOptions['timeoutGenerator'];
   readonly #onTimeout: TimeoutStrategyOptions['onTimeout'];
   readonly #environment: StrategyEnvironment;
+  readonly #deadlines: DeadlineQueue;
 
-  constructor(options: TimeoutStrategyOptions, environment: StrategyEnvironment) {
+  constructor(options: TimeoutStrategyOptions | Duration, environment: StrategyEnvironment) {
+    const resolved: TimeoutStrategyOptions =
+      typeof options === 'object' && options !== null ? options : { timeout: options };
     const { min, max } = timeoutLimits.timeout;
     this.#timeout = parseDurationInRange(
-      options.timeout ?? timeoutDefaults.timeout,
+      resolved.timeout ?? timeoutDefaults.timeout,
       'timeout.timeout',
       min,
       max,
     );
     for (const name of ['timeoutGenerator', 'onTimeout'] as const) {
-      if (options[name] !== undefined && typeof options[name] !== 'function') {
-        throw new InvalidOptionError(`timeout.${name}`, options[name], 'a function');
+      if (resolved[name] !== undefined && typeof resolved[name] !== 'function') {
+        throw new InvalidOptionError(`timeout.${name}`, resolved[name], 'a function');
       }
     }
-    this.#generator = options.timeoutGenerator;
-    this.#onTimeout = options.onTimeout;
+    this.#generator = resolved.timeoutGenerator;
+    this.#onTimeout = resolved.onTimeout;
     this.#environment = environment;
+    this.#deadlines = new DeadlineQueue(environment.timeProvider);
   }
 
   async execute<T>(
@@ -60,32 +91,43 @@ class TimeoutStrategy implements ResilienceStrategy {
     context: ResilienceContext,
     next: Next,
   ): Promise<Outcome<T, unknown>> {
-    const timeout = this.#generator ? await this.#generated(context) : this.#timeout;
-    if (!(timeout > 0 && timeout < Number.POSITIVE_INFINITY)) return next(callback, context);
+    let timeout = this.#timeout;
+    if (this.#generator) {
+      try {
+        timeout = await this.#generated(context);
+      } catch (error) {
+        return Outcome.failure(error);
+      }
+      if (timeout === 0) return next(callback, context);
+    }
 
-    const time = this.#environment.timeProvider;
-    const signal = new DerivedSignal(context);
-    let error: TimeoutRejectedError | undefined;
-    const timer = time.setTimeout(() => {
-      if (context.signal.aborted) return;
-      error = new TimeoutRejectedError(timeout);
-      signal.abort(error);
-    }, timeout);
+    const pending = new PendingTimeout(context, timeout);
+    this.#deadlines.add(pending, timeout);
     let outcome: Outcome<T, unknown>;
     try {
-      outcome = await next(callback, context.derive(signal));
+      outcome = await next(callback, context.derive(pending));
     } finally {
-      time.clearTimeout(timer);
-      signal.dispose();
+      this.#deadlines.remove(pending);
+      pending.dispose();
     }
+    const error = pending.error;
     if (error === undefined || outcome.ok) return outcome;
-    if (outcome.error !== error) error = new TimeoutRejectedError(timeout, { cause: outcome.error });
+
     const args: OnTimeoutArguments = { context, timeout };
-    this.#environment.report('OnTimeout', context, args);
-    if (this.#onTimeout) await this.#onTimeout(args);
-    return Outcome.failure(error);
+    try {
+      this.#environment.report('OnTimeout', context, args);
+      if (this.#onTimeout) await this.#onTimeout(args);
+    } catch (thrown) {
+      return Outcome.failure(thrown);
+    }
+    // The callback usually fails with the signal's reason (our error); anything else it threw
+    // after the timer fired is kept as the cause.
+    return Outcome.failure(
+      outcome.error === error ? error : new TimeoutRejectedError(timeout, { cause: outcome.error }),
+    );
   }
 
+  /** The generated timeout in ms; 0 when this execution has none (<= 0 or Infinity). */
   async #generated(context: ResilienceContext): Promise<number> {
     const value = await this.#generator!({ context });
     if (typeof value === 'number' && (value <= 0 || value === Number.POSITIVE_INFINITY)) return 0;
