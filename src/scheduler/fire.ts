@@ -183,7 +183,9 @@ export class JobFirer {
     } finally {
       this.#running--;
     }
-    const base = { token: state.token, attempts: state.attempts };
+    const base: Pick<FireResult, 'token' | 'attempts'> = {};
+    if (state.token !== undefined) base.token = state.token;
+    if (state.attempts > 0) base.attempts = state.attempts;
     if (outcome.ok) return { outcome: 'success', ...base };
     const error = outcome.error;
     if (error instanceof SkipSignal) return { outcome: 'skipped', reason: error.reason, ...base };

@@ -106,7 +106,7 @@ export class JobRunner {
 
   /**
    * Learns the store's clock, schedules every job and starts catch-up runs. Resolves once the jobs
-   * are scheduled (catch-up runs continue in the background). A store that is down at start is
+   * are scheduled and catch-up decided (catch-up runs continue in the background). A store that is down at start is
    * logged, not fatal: fires are skipped as `store-unavailable` until it returns.
    */
   async start(): Promise<void> {
@@ -152,9 +152,12 @@ export class JobRunner {
       },
       `runner started: ${this.#jobs.length} job(s) scheduled`,
     );
-    for (const scheduled of this.#jobs) {
-      if (scheduled.firer.job.catchUpMs !== undefined) void this.#catchUp(scheduled);
-    }
+    // Deciding is a few ledger reads; the catch-up runs themselves go on in the background.
+    await Promise.all(
+      this.#jobs
+        .filter(({ firer }) => firer.job.catchUpMs !== undefined)
+        .map((scheduled) => this.#catchUp(scheduled)),
+    );
   }
 
   /**

@@ -68,7 +68,9 @@ export class StoreClock {
     let best: ClockOffset | undefined;
     for (let index = 0; index < this.#samples; index++) {
       const sample = await this.#sample();
-      if (best === undefined || sample.uncertaintyMs < best.uncertaintyMs) best = sample;
+      if (best === undefined || sample.uncertaintyMs < best.uncertaintyMs) {
+        best = { offsetMs: sample.offsetMs, uncertaintyMs: sample.uncertaintyMs };
+      }
     }
     const previous = this.#offset;
     this.#offset = best!;
@@ -77,32 +79,39 @@ export class StoreClock {
   }
 
   /**
-   * Resolves once the store's clock has reached `instant`: at once when the estimate says so with
-   * room to spare; otherwise after waiting out the difference and confirming with the store itself,
-   * so an instance whose clock runs ahead never starts an occurrence early. Rejects with
-   * `signal.reason` on abort, or with the store's error.
+   * Resolves once the store's clock has reached `instant`, so that an instance whose clock runs
+   * ahead never starts an occurrence early: waits out the difference the learnt offset predicts
+   * (no polling), then confirms with one `store.now()` call, which also catches a clock step since
+   * the last sync. Rejects with `signal.reason` on abort, or with the store's error.
    */
   async waitUntil(instant: number, signal?: AbortSignal): Promise<void> {
     const offset = this.#offset;
     if (offset !== undefined) {
       const ahead = instant - (this.#time.now() + offset.offsetMs) + offset.uncertaintyMs;
-      if (ahead <= 0) return;
-      if (!this.hasStoreClock) return delay(this.#time, ahead, signal);
-      await delay(this.#time, ahead, signal);
+      if (ahead > 0) await delay(this.#time, ahead, signal);
+      if (!this.hasStoreClock) return;
     }
     for (let confirmation = 0; confirmation < maxConfirmations; confirmation++) {
       signal?.throwIfAborted();
       const sample = await this.#sample();
-      this.#offset ??= sample;
-      const storeNow = sample.storeNow;
-      if (storeNow >= instant) return;
-      // The estimate was off (a clock step, a stale offset): learn from this sample and wait again.
-      this.#offset = sample;
-      await delay(this.#time, Math.max(1, instant - storeNow), signal);
+      this.#learn(sample);
+      if (sample.storeNow >= instant) return;
+      await delay(this.#time, Math.max(1, instant - sample.storeNow), signal);
     }
     throw new Error(
       `The store's clock did not reach ${new Date(instant).toISOString()} after ${maxConfirmations} checks.`,
     );
+  }
+
+  /** Keeps the sharper of two agreeing estimates; a sample that disagrees means the clock stepped. */
+  #learn(sample: ClockOffset): void {
+    const current = this.#offset;
+    const stepped =
+      current !== undefined &&
+      Math.abs(sample.offsetMs - current.offsetMs) > sample.uncertaintyMs + current.uncertaintyMs + 1;
+    if (current === undefined || stepped || sample.uncertaintyMs < current.uncertaintyMs) {
+      this.#offset = { offsetMs: sample.offsetMs, uncertaintyMs: sample.uncertaintyMs };
+    }
   }
 
   async #sample(): Promise<ClockOffset & { storeNow: number }> {

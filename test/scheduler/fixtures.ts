@@ -1,0 +1,181 @@
+/**
+ * Shared pieces of the scheduler tests: resolved jobs and configs, a logger that records lines,
+ * and stores whose clock or availability a test controls.
+ */
+import type { JobContext, ResolvedConfig, ResolvedJob } from '../../src/config/types.ts';
+import type { TimeProvider } from '../../src/pipeline/time.ts';
+import type { SchedulerLogger } from '../../src/scheduler/fire.ts';
+import { StoreUnavailableError } from '../../src/strategies/lock/errors.ts';
+import { MemoryLockStore } from '../../src/strategies/lock/memory-store.ts';
+import type { RunLedger, RunRecord } from '../../src/strategies/lock/run-ledger.ts';
+import type { LeaseInfo, LockStore } from '../../src/strategies/lock/store.ts';
+
+export function resolvedJob(overrides: Partial<ResolvedJob> & Pick<ResolvedJob, 'run'>): ResolvedJob {
+  const name = overrides.name ?? 'report';
+  return {
+    name,
+    schedule: '* * * * * *',
+    timezone: 'UTC',
+    lock: { key: name, ttlMs: 30_000, waitMs: 0 },
+    timeoutMs: undefined,
+    retry: false,
+    enabled: true,
+    catchUpMs: undefined,
+    startingDeadlineMs: 60_000,
+    ...overrides,
+  };
+}
+
+export function resolvedConfig(
+  store: LockStore,
+  jobs: ResolvedJob[],
+  overrides: Partial<ResolvedConfig> = {},
+): ResolvedConfig {
+  return {
+    filepath: '/virtual/resil.config.ts',
+    store,
+    instance: 'test-instance',
+    shutdownGraceMs: 30_000,
+    ledgerRetentionMs: 7 * 86_400_000,
+    jobs,
+    ...overrides,
+  };
+}
+
+export interface LogLine {
+  level: 'debug' | 'info' | 'warn' | 'error';
+  msg: string | undefined;
+  [field: string]: unknown;
+}
+
+/** A logger that keeps every line (with its child bindings) for assertions. */
+export class RecordingLogger implements SchedulerLogger {
+  constructor(
+    readonly lines: LogLine[] = [],
+    readonly bindings: Record<string, unknown> = {},
+  ) {}
+  child(bindings: Record<string, unknown>): RecordingLogger {
+    return new RecordingLogger(this.lines, { ...this.bindings, ...bindings });
+  }
+  debug(object: object | string, message?: string): void {
+    this.#push('debug', object, message);
+  }
+  info(object: object | string, message?: string): void {
+    this.#push('info', object, message);
+  }
+  warn(object: object | string, message?: string): void {
+    this.#push('warn', object, message);
+  }
+  error(object: object | string, message?: string): void {
+    this.#push('error', object, message);
+  }
+  /** The one line per fire: lines carrying an `outcome`. */
+  fires(): LogLine[] {
+    return this.lines.filter((line) => typeof line.outcome === 'string' && line.scheduledAt !== undefined);
+  }
+  #push(level: LogLine['level'], object: object | string, message?: string): void {
+    if (typeof object === 'string') this.lines.push({ level, msg: object, ...this.bindings });
+    else this.lines.push({ level, msg: message, ...this.bindings, ...object });
+  }
+}
+
+/**
+ * A MemoryLockStore seen through a store clock `skewMs` away from the instance's clock, that can
+ * be taken down: every call then fails with `StoreUnavailableError` (as a dead Redis would).
+ */
+export class ControlledStore implements LockStore, RunLedger {
+  readonly inner: MemoryLockStore;
+  /** The store's clock minus the instance's clock. */
+  skewMs = 0;
+  down = false;
+  /** Round trip of `now()`, in ms of the instance's time provider. */
+  nowLatencyMs = 0;
+  nowCalls = 0;
+
+  constructor(readonly time: TimeProvider) {
+    this.inner = new MemoryLockStore({ timeProvider: time });
+  }
+
+  #check(): void {
+    if (this.down) throw new StoreUnavailableError('Store unreachable (test outage).');
+  }
+  async acquire(key: string, owner: string, ttlMs: number): Promise<number | undefined> {
+    this.#check();
+    return this.inner.acquire(key, owner, ttlMs);
+  }
+  async renew(key: string, owner: string, ttlMs: number): Promise<boolean> {
+    this.#check();
+    return this.inner.renew(key, owner, ttlMs);
+  }
+  async release(key: string, owner: string): Promise<void> {
+    this.#check();
+    return this.inner.release(key, owner);
+  }
+  async inspect(key: string): Promise<LeaseInfo | undefined> {
+    this.#check();
+    return this.inner.inspect(key);
+  }
+  async now(): Promise<number> {
+    this.nowCalls++;
+    this.#check();
+    if (this.nowLatencyMs > 0) {
+      // The store reads its clock half-way through the round trip.
+      await new Promise<void>((resolve) => this.time.setTimeout(resolve, this.nowLatencyMs / 2));
+      const value = this.time.now() + this.skewMs;
+      await new Promise<void>((resolve) => this.time.setTimeout(resolve, this.nowLatencyMs / 2));
+      return value;
+    }
+    return this.time.now() + this.skewMs;
+  }
+  /** The store's clock right now, synchronously (for assertions). */
+  clockNow(): number {
+    return this.time.now() + this.skewMs;
+  }
+  async isCompleted(job: string, scheduledAt: number): Promise<boolean> {
+    this.#check();
+    return this.inner.isCompleted(job, scheduledAt);
+  }
+  async recordRun(
+    record: RunRecord,
+    options?: { retentionMs?: number; historyLimit?: number },
+  ): Promise<void> {
+    this.#check();
+    return this.inner.recordRun(record, options);
+  }
+  async runHistory(job: string, limit?: number): Promise<RunRecord[]> {
+    this.#check();
+    return this.inner.runHistory(job, limit);
+  }
+  async lastCompleted(job: string): Promise<number | undefined> {
+    this.#check();
+    return this.inner.lastCompleted(job);
+  }
+}
+
+/** A job body that records each call and resolves when the test says so (or at once). */
+export class JobProbe {
+  readonly calls: Array<{ ctx: JobContext; startedAt: number; storeNow: number | undefined }> = [];
+  #pending: Array<() => void> = [];
+
+  constructor(
+    readonly time: TimeProvider,
+    readonly store?: ControlledStore,
+    readonly behaviour: 'immediate' | 'hold' = 'immediate',
+  ) {}
+
+  readonly run = async (ctx: JobContext): Promise<string> => {
+    this.calls.push({ ctx, startedAt: this.time.now(), storeNow: this.store?.clockNow() });
+    if (this.behaviour === 'hold') {
+      await new Promise<void>((resolve, reject) => {
+        this.#pending.push(resolve);
+        ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason), { once: true });
+      });
+    }
+    return 'done';
+  };
+
+  /** Lets every held run finish. */
+  finishAll(): void {
+    for (const resolve of this.#pending.splice(0)) resolve();
+  }
+}
