@@ -25,8 +25,16 @@ function statements(t: PostgresTables) {
   return {
     // A new key's first token is the database clock in microseconds, not 1: if its row is ever
     // deleted, the next token is still higher than every one issued before.
+    //
+    // The NOT EXISTS pre-check makes a poll on a held key a pure read: no row lock, no WAL flush
+    // at commit. It reads the statement's snapshot, so it may miss a release that just committed
+    // (the poll then fails, as if it came a moment earlier); the ON CONFLICT condition, checked
+    // under the row lock, is what decides who wins.
     acquire: `INSERT INTO ${t.leases} AS lease (key, owner, token, expires_at)
-VALUES ($1::text, $2::text, floor(extract(epoch FROM now()) * 1000000)::bigint, now() + ${msInterval('$3')})
+SELECT $1::text, $2::text, floor(extract(epoch FROM now()) * 1000000)::bigint, now() + ${msInterval('$3')}
+WHERE NOT EXISTS (
+  SELECT 1 FROM ${t.leases} WHERE key = $1::text AND owner IS NOT NULL AND expires_at > now()
+)
 ON CONFLICT (key) DO UPDATE
   SET owner = EXCLUDED.owner, token = lease.token + 1, expires_at = EXCLUDED.expires_at
   WHERE lease.owner IS NULL OR lease.expires_at <= now()
