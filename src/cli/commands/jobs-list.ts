@@ -1,0 +1,145 @@
+import { Cron } from 'croner';
+import type { ResolvedConfig, ResolvedJob } from '../../config/types.ts';
+import { hasRunLedger, type RunRecord } from '../../strategies/lock/run-ledger.ts';
+import {
+  formatLocalTime,
+  formatRelative,
+  formatTable,
+  localTimezone,
+  type Styles,
+  withDeadline,
+} from '../output.ts';
+import type { CommandHelpers } from '../program.ts';
+import { describeStoreError } from './store-error.ts';
+
+/** How long `jobs list` waits for the run ledger before showing the jobs without their last run. */
+const ledgerDeadlineMs = 5_000;
+
+/** One job as `resil jobs list --json` prints it. */
+export interface JobListEntry {
+  name: string;
+  schedule: string;
+  /** The job's timezone, else the config's, else this machine's. */
+  timezone: string;
+  enabled: boolean;
+  /** ISO 8601; null for a disabled job or a schedule with no future occurrence. */
+  nextRun: string | null;
+  /** null for `lock: false`. */
+  lockKey: string | null;
+  /** The latest finished run from the store's run ledger; null when none or the store keeps no ledger. */
+  lastRun: {
+    scheduledAt: string;
+    outcome: RunRecord['outcome'];
+    startedAt: string;
+    endedAt: string;
+    instance: string;
+    token: number;
+    error?: string;
+  } | null;
+}
+
+function nextRunOf(job: ResolvedJob, now: Date): Date | null {
+  if (!job.enabled) return null;
+  const cron = new Cron(job.schedule, { timezone: job.timezone, paused: true });
+  try {
+    return cron.nextRun(now);
+  } finally {
+    cron.stop();
+  }
+}
+
+/** Each job's latest run, or `undefined` when the store keeps no ledger or cannot be read. */
+async function lastRuns(
+  config: ResolvedConfig,
+  helpers: CommandHelpers,
+): Promise<Map<string, RunRecord | undefined> | undefined> {
+  const store = config.store;
+  if (!hasRunLedger(store)) return undefined;
+  try {
+    const entries = await withDeadline(
+      Promise.all(
+        config.jobs.map(async (job) => [job.name, (await store.runHistory(job.name, 1))[0]] as const),
+      ),
+      ledgerDeadlineMs,
+      `no answer within ${ledgerDeadlineMs} ms`,
+    );
+    return new Map(entries);
+  } catch (error) {
+    helpers.stderr.write(
+      `${helpers.errorStyles.yellow('warning:')} cannot read the run ledger, last runs not shown: ${describeStoreError(error)}\n`,
+    );
+    return undefined;
+  }
+}
+
+function toEntry(job: ResolvedJob, now: Date, lastRun: RunRecord | undefined): JobListEntry {
+  const nextRun = nextRunOf(job, now);
+  return {
+    name: job.name,
+    schedule: job.schedule,
+    timezone: job.timezone ?? localTimezone(),
+    enabled: job.enabled,
+    nextRun: nextRun === null ? null : nextRun.toISOString(),
+    lockKey: job.lock === false ? null : job.lock.key,
+    lastRun:
+      lastRun === undefined
+        ? null
+        : {
+            scheduledAt: new Date(lastRun.scheduledAt).toISOString(),
+            outcome: lastRun.outcome,
+            startedAt: new Date(lastRun.startedAt).toISOString(),
+            endedAt: new Date(lastRun.endedAt).toISOString(),
+            instance: lastRun.instance,
+            token: lastRun.token,
+            ...(lastRun.error === undefined ? {} : { error: lastRun.error }),
+          },
+  };
+}
+
+function formatEntries(
+  entries: readonly JobListEntry[],
+  withLedger: boolean,
+  now: number,
+  styles: Styles,
+): string {
+  const header = ['NAME', 'SCHEDULE', 'TIMEZONE', 'NEXT RUN', 'LOCK KEY'];
+  if (withLedger) header.push('LAST RUN');
+  const rows = entries.map((entry) => {
+    const next =
+      entry.nextRun === null
+        ? styles.dim(entry.enabled ? 'never' : 'disabled')
+        : `${formatLocalTime(new Date(entry.nextRun))} ${styles.dim(`(${formatRelative(new Date(entry.nextRun), now)})`)}`;
+    const row = [
+      styles.bold(entry.name),
+      entry.schedule,
+      entry.timezone,
+      next,
+      entry.lockKey ?? styles.dim('none'),
+    ];
+    if (withLedger) {
+      const last = entry.lastRun;
+      row.push(
+        last === null
+          ? styles.dim('never')
+          : `${last.outcome === 'success' ? styles.green('success') : styles.red('failure')} ${formatRelative(new Date(last.endedAt), now)}`,
+      );
+    }
+    return row;
+  });
+  return `${formatTable(header.map(styles.dim), rows)}\n`;
+}
+
+/** `resil jobs list [--json]`. */
+export async function listJobs(helpers: CommandHelpers, options: { json: boolean }): Promise<void> {
+  const config = await helpers.loadConfig();
+  const now = new Date();
+  const runs = await lastRuns(config, helpers);
+  const entries = config.jobs.map((job) => toEntry(job, now, runs?.get(job.name)));
+  if (options.json) {
+    helpers.stdout.write(`${JSON.stringify(entries, null, 2)}\n`);
+  } else if (entries.length === 0) {
+    helpers.stdout.write(`No jobs in ${config.filepath}.\n`);
+  } else {
+    helpers.stdout.write(formatEntries(entries, runs !== undefined, now.getTime(), helpers.styles));
+  }
+}

@@ -1,0 +1,72 @@
+import type { LeaseInfo } from '../../strategies/lock/store.ts';
+import { formatLocalTime, formatRelative, withDeadline } from '../output.ts';
+import type { CommandHelpers } from '../program.ts';
+import { describeStoreError } from './store-error.ts';
+
+/** A dead store fails the command within this bound instead of hanging it. */
+const inspectDeadlineMs = 5_000;
+
+/** `resil lock status --json`: `owner`, `token` and `expiresAt` only when `held`. */
+export interface LockStatus {
+  key: string;
+  held: boolean;
+  owner?: string;
+  token?: number;
+  /** ISO 8601, by the store's clock. */
+  expiresAt?: string;
+}
+
+/** `resil lock status <key> [--json]`: exit 0 held or free, 1 store unreachable. */
+export async function showLockStatus(
+  helpers: CommandHelpers,
+  key: string,
+  options: { json: boolean },
+): Promise<void> {
+  const config = await helpers.loadConfig();
+  const { store } = config;
+  const { errorStyles } = helpers;
+  if (typeof store.inspect !== 'function') {
+    helpers.stderr.write(
+      `${errorStyles.red('error:')} the config's store cannot report leases (it has no inspect() method)\n`,
+    );
+    helpers.setExitCode(1);
+    return;
+  }
+  let lease: LeaseInfo | undefined;
+  try {
+    lease = await withDeadline(
+      store.inspect(key),
+      inspectDeadlineMs,
+      `no answer within ${inspectDeadlineMs} ms`,
+    );
+  } catch (error) {
+    helpers.stderr.write(
+      `${errorStyles.red('error:')} lock store unreachable: ${describeStoreError(error)}\n`,
+    );
+    helpers.setExitCode(1);
+    return;
+  }
+
+  const status: LockStatus =
+    lease === undefined
+      ? { key, held: false }
+      : { key, held: true, owner: lease.owner, token: lease.token, expiresAt: lease.expiresAt.toISOString() };
+  if (options.json) {
+    helpers.stdout.write(`${JSON.stringify(status, null, 2)}\n`);
+    return;
+  }
+  const { styles } = helpers;
+  if (lease === undefined) {
+    helpers.stdout.write(`Lock ${styles.bold(key)}: ${styles.green('free')} (no live lease)\n`);
+    return;
+  }
+  helpers.stdout.write(
+    [
+      `Lock ${styles.bold(key)}: ${styles.yellow('held')}`,
+      `  owner       ${lease.owner}`,
+      `  token       ${lease.token}`,
+      `  expires at  ${formatLocalTime(lease.expiresAt)} ${styles.dim(`(${formatRelative(lease.expiresAt, Date.now())}, store clock)`)}`,
+      '',
+    ].join('\n'),
+  );
+}

@@ -1,0 +1,114 @@
+import { CommanderError } from 'commander';
+import { isConfigError } from '../config/errors.ts';
+import type { ResolvedConfig } from '../config/types.ts';
+import type { LockStore } from '../strategies/lock/store.ts';
+import { createStyles, shouldColor } from './output.ts';
+import { type CommandHelpers, createProgram } from './program.ts';
+
+/** Exit codes shared by every command. */
+export const exitCodes = { ok: 0, failure: 1, usage: 2, config: 2 } as const;
+
+/** Closing a store's connection must not hold the exit up. */
+const closeDeadlineMs = 1_000;
+
+/** `target.method()` if it has one, bounded by `closeDeadlineMs`; true when there was one to call. */
+async function callBounded(target: unknown, method: string): Promise<boolean> {
+  if (typeof target !== 'object' || target === null) return false;
+  const close = (target as Record<string, unknown>)[method];
+  if (typeof close !== 'function') return false;
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      Promise.resolve(close.call(target)).catch(() => {}),
+      new Promise((resolve) => {
+        timer = setTimeout(resolve, closeDeadlineMs);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+  return true;
+}
+
+/**
+ * Closes what the config opened that resil knows of: the store's own `close()`, else the client
+ * the shipped stores keep (`RedisLockStore#client.quit()`, `PostgresLockStore#pool.end()`),
+ * bounded. The process exits explicitly afterwards anyway, so a connection resil cannot see (a pg
+ * pool only a job uses) does not keep a one-shot command alive.
+ */
+async function closeStore(store: LockStore | undefined): Promise<void> {
+  if (store === undefined || (await callBounded(store, 'close'))) return;
+  const { client, pool } = store as { client?: unknown; pool?: unknown };
+  if (!(await callBounded(client, 'quit'))) await callBounded(pool, 'end');
+}
+
+/** Resolves once everything written to `stream` so far has been handed to the OS. */
+function flush(stream: NodeJS.WriteStream): Promise<void> {
+  return new Promise((resolve) => {
+    if (stream.destroyed || !stream.writable) resolve();
+    else stream.write('', () => resolve());
+  });
+}
+
+function reportError(error: unknown, helpers: CommandHelpers): number {
+  const { errorStyles, stderr } = helpers;
+  if (isConfigError(error)) {
+    const title =
+      error.problems.length === 1 ? 'bad config' : `bad config (${error.problems.length} problems)`;
+    stderr.write(`${errorStyles.red('error:')} ${title}\n`);
+    for (const line of error.message.split('\n')) stderr.write(`  ${line}\n`);
+    return exitCodes.config;
+  }
+  if (error instanceof CommanderError) {
+    // Help and --version end with exit code 0; a usage error (unknown command or option, missing
+    // argument) has already been printed by commander.
+    return error.exitCode === 0 ? exitCodes.ok : exitCodes.usage;
+  }
+  const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  stderr.write(`${errorStyles.red('error:')} ${message}\n`);
+  if (process.env.RESIL_DEBUG && error instanceof Error && error.stack) stderr.write(`${error.stack}\n`);
+  else stderr.write(errorStyles.dim('  (set RESIL_DEBUG=1 for the stack trace)\n'));
+  return exitCodes.failure;
+}
+
+/**
+ * Runs the `resil` CLI and exits the process with the command's exit code, after closing the
+ * config's store and flushing stdout and stderr.
+ */
+export async function main(argv: readonly string[] = process.argv): Promise<never> {
+  let exitCode: number = exitCodes.ok;
+  let configPromise: Promise<ResolvedConfig> | undefined;
+  let config: ResolvedConfig | undefined;
+  const helpers: CommandHelpers = {
+    loadConfig() {
+      configPromise ??= import('../config/load.ts')
+        .then(({ loadConfig }) => loadConfig({ configPath: program.opts<{ config?: string }>().config }))
+        .then((loaded) => {
+          config = loaded;
+          return loaded;
+        });
+      return configPromise;
+    },
+    stdout: process.stdout,
+    stderr: process.stderr,
+    styles: createStyles(shouldColor(process.stdout)),
+    errorStyles: createStyles(shouldColor(process.stderr)),
+    setExitCode(code) {
+      exitCode = code;
+    },
+  };
+  const program = createProgram(helpers);
+
+  try {
+    if (argv.length <= 2) {
+      program.outputHelp();
+    } else {
+      await program.parseAsync(argv);
+    }
+  } catch (error) {
+    exitCode = reportError(error, helpers);
+  }
+  await closeStore(config?.store);
+  await Promise.all([flush(process.stdout), flush(process.stderr)]);
+  process.exit(exitCode);
+}

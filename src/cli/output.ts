@@ -1,0 +1,114 @@
+import { stripVTControlCharacters } from 'node:util';
+
+/** Text styles for human output. Identity functions when colour is off. */
+export interface Styles {
+  readonly enabled: boolean;
+  bold(text: string): string;
+  dim(text: string): string;
+  red(text: string): string;
+  green(text: string): string;
+  yellow(text: string): string;
+  cyan(text: string): string;
+}
+
+/**
+ * Colour only on a terminal, never under `NO_COLOR` (https://no-color.org) or `TERM=dumb`;
+ * `FORCE_COLOR` (non-zero) forces it on, like most CLIs.
+ */
+export function shouldColor(stream: { isTTY?: boolean }, env: NodeJS.ProcessEnv = process.env): boolean {
+  if (env.NO_COLOR !== undefined && env.NO_COLOR !== '') return false;
+  if (env.FORCE_COLOR !== undefined && env.FORCE_COLOR !== '') return env.FORCE_COLOR !== '0';
+  if (env.TERM === 'dumb') return false;
+  return stream.isTTY === true;
+}
+
+function ansi(open: number, close: number): (text: string) => string {
+  return (text) => `\u001b[${open}m${text}\u001b[${close}m`;
+}
+
+const plain = (text: string) => text;
+
+export function createStyles(enabled: boolean): Styles {
+  if (!enabled) {
+    return { enabled, bold: plain, dim: plain, red: plain, green: plain, yellow: plain, cyan: plain };
+  }
+  return {
+    enabled,
+    bold: ansi(1, 22),
+    dim: ansi(2, 22),
+    red: ansi(31, 39),
+    green: ansi(32, 39),
+    yellow: ansi(33, 39),
+    cyan: ansi(36, 39),
+  };
+}
+
+function visibleLength(text: string): number {
+  return stripVTControlCharacters(text).length;
+}
+
+/** Rows padded into aligned columns (two spaces apart); colour codes do not count as width. */
+export function formatTable(header: readonly string[], rows: readonly (readonly string[])[]): string {
+  const widths = header.map((title, column) =>
+    Math.max(visibleLength(title), ...rows.map((row) => visibleLength(row[column] ?? ''))),
+  );
+  const line = (cells: readonly string[]) =>
+    cells
+      .map((cell, column) =>
+        column === cells.length - 1 ? cell : cell + ' '.repeat(widths[column]! - visibleLength(cell)),
+      )
+      .join('  ')
+      .trimEnd();
+  return [line(header), ...rows.map(line)].join('\n');
+}
+
+const units = [
+  ['d', 86_400_000],
+  ['h', 3_600_000],
+  ['m', 60_000],
+  ['s', 1_000],
+] as const;
+
+/** `3h 2m`, `45s`, `2d 4h`: the largest unit and the next one when it is not zero; `0s` under a second. */
+export function formatSpan(ms: number): string {
+  let rest = Math.floor(Math.abs(ms) / 1_000) * 1_000;
+  const counts = units.map(([unit, size]) => {
+    const count = Math.floor(rest / size);
+    rest -= count * size;
+    return [unit, count] as const;
+  });
+  const first = counts.findIndex(([, count]) => count > 0);
+  if (first === -1) return '0s';
+  return counts
+    .slice(first, first + 2)
+    .filter(([, count]) => count > 0)
+    .map(([unit, count]) => `${count}${unit}`)
+    .join(' ');
+}
+
+/** `in 3h 2m` for a future instant, `5m ago` for a past one. */
+export function formatRelative(at: Date, now: number): string {
+  const ms = at.getTime() - now;
+  return ms >= 0 ? `in ${formatSpan(ms)}` : `${formatSpan(ms)} ago`;
+}
+
+const pad = (value: number) => String(value).padStart(2, '0');
+
+/** `2025-11-30 14:00:05` in this machine's local time. */
+export function formatLocalTime(at: Date): string {
+  return `${at.getFullYear()}-${pad(at.getMonth() + 1)}-${pad(at.getDate())} ${pad(at.getHours())}:${pad(at.getMinutes())}:${pad(at.getSeconds())}`;
+}
+
+/** The machine's IANA timezone, for jobs that do not name one. */
+export function localTimezone(): string {
+  return Intl.DateTimeFormat().resolvedOptions().timeZone;
+}
+
+/** Rejects with `message` when `promise` takes longer than `ms`: a dead store must not hang a command. */
+export function withDeadline<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(message)), ms);
+  });
+  return Promise.race([promise, deadline]).finally(() => clearTimeout(timer));
+}

@@ -1,0 +1,80 @@
+import { createRequire } from 'node:module';
+import { Command } from 'commander';
+import type { ResolvedConfig } from '../config/types.ts';
+import { registerJobsCommands } from './commands/jobs.ts';
+import { registerLockCommands } from './commands/lock.ts';
+import { registerRunCommand } from './commands/run.ts';
+import type { Styles } from './output.ts';
+
+/** What every command receives from the program around it. */
+export interface CommandHelpers {
+  /**
+   * Loads the config given by the global `--config <file>`, or found from the working directory,
+   * once per process (later calls return the same config). Throws `ConfigError`, which the
+   * program reports and turns into exit code 2. The program closes the config's store when the
+   * command returns.
+   */
+  loadConfig(): Promise<ResolvedConfig>;
+  /** Where command output goes (`--json` documents, tables, logs). */
+  readonly stdout: NodeJS.WriteStream;
+  /** Where warnings and errors go. */
+  readonly stderr: NodeJS.WriteStream;
+  /** Colours for human output on stdout: off unless stdout is a terminal, and off under NO_COLOR. */
+  readonly styles: Styles;
+  /** Colours for stderr. */
+  readonly errorStyles: Styles;
+  /** The exit code once the command's action returns (the process then exits explicitly). */
+  setExitCode(code: number): void;
+}
+
+function packageVersion(): string {
+  return (createRequire(import.meta.url)('../../package.json') as { version: string }).version;
+}
+
+/**
+ * The `resil` commander program. Each command lives in its own file under `commands/` and keeps
+ * its top-level imports light: heavy modules (the config loader, tsx, croner, the scheduler) load
+ * inside actions, so `--help` and `--version` start fast.
+ */
+export function createProgram(helpers: CommandHelpers): Command {
+  const program = new Command('resil')
+    .description('Run cron jobs once across a fleet, with leases, fencing tokens, timeouts and retries.')
+    .version(packageVersion(), '-V, --version', 'print the version')
+    .helpOption('-h, --help', 'show help')
+    .helpCommand('help [command]', 'show help for a command')
+    .option('-c, --config <file>', 'config file (default: found from the working directory by cosmiconfig)')
+    .showSuggestionAfterError()
+    .configureOutput({
+      writeOut: (text) => helpers.stdout.write(text),
+      writeErr: (text) => helpers.stderr.write(text),
+    })
+    .exitOverride()
+    .addHelpText(
+      'after',
+      `
+Config: resil.config.ts / .js / .mjs, .resilrc, .resilrc.json, .resilrc.yaml or package.json#resil,
+found from the working directory up to the project root, or given with --config.
+
+Examples:
+  $ resil run                          run every enabled job until Ctrl-C
+  $ resil jobs list                    show each job's schedule and next run
+  $ resil jobs run nightly-report      run one job now and exit
+  $ resil lock status nightly-report   show who holds a lock
+  $ resil --config ops/resil.config.ts jobs list --json`,
+    );
+
+  // The scheduler's long-running command.
+  registerRunCommand(program, helpers);
+  // One-shot commands.
+  registerJobsCommands(program, helpers);
+  registerLockCommands(program, helpers);
+
+  for (const command of program.commands) inheritSettings(command, program);
+  return program;
+}
+
+/** Subcommands write through the same streams and report errors the same way as the program. */
+function inheritSettings(command: Command, program: Command): void {
+  command.copyInheritedSettings(program);
+  for (const child of command.commands) inheritSettings(child, command);
+}

@@ -1,0 +1,399 @@
+import { hostname } from 'node:os';
+import { dirname, resolve } from 'node:path';
+import { Cron } from 'croner';
+import { parseDuration } from '../pipeline/duration.ts';
+import { isInvalidOptionError } from '../pipeline/errors.ts';
+import { systemTimeProvider } from '../pipeline/time.ts';
+import { MemoryLockStore } from '../strategies/lock/memory-store.ts';
+import type { LockStore } from '../strategies/lock/store.ts';
+import type { RetryStrategyOptions } from '../strategies/retry/options.ts';
+import { retryStrategy } from '../strategies/retry/strategy.ts';
+import { configDefaults } from './defaults.ts';
+import { closestName } from './did-you-mean.ts';
+import { ConfigError, type ConfigProblem, got } from './errors.ts';
+import { importDefault } from './import-module.ts';
+import type { JobDefinition, ResolvedConfig, ResolvedJob } from './types.ts';
+
+const configOptions = ['store', 'timezone', 'instance', 'shutdownGrace', 'ledgerRetention', 'jobs'] as const;
+const jobOptions = [
+  'name',
+  'schedule',
+  'run',
+  'timezone',
+  'lock',
+  'timeout',
+  'retry',
+  'enabled',
+  'catchUp',
+  'startingDeadline',
+] as const;
+const lockOptions = ['key', 'ttl', 'wait'] as const;
+const retryOptions = [
+  'maxRetryAttempts',
+  'delay',
+  'backoffType',
+  'useJitter',
+  'maxDelay',
+  'shouldHandle',
+  'delayGenerator',
+  'onRetry',
+  'randomizer',
+] as const;
+
+const noTelemetry = { timeProvider: systemTimeProvider, report: () => {} };
+
+type Report = (problem: { option?: string; value?: unknown; message: string }) => void;
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function checkUnknownOptions(
+  object: Record<string, unknown>,
+  known: readonly string[],
+  prefix: string,
+  report: Report,
+): void {
+  for (const key of Object.keys(object)) {
+    if (known.includes(key)) continue;
+    const suggestion = closestName(key, known);
+    report({
+      option: `${prefix}${key}`,
+      message: `unknown option${suggestion === undefined ? '' : ` (did you mean "${prefix}${suggestion}"?)`}; known options: ${known.join(', ')}`,
+    });
+  }
+}
+
+/** Milliseconds, or `undefined` after reporting a bad duration. */
+function duration(
+  value: unknown,
+  option: string,
+  report: Report,
+  options: { positive: boolean },
+): number | undefined {
+  try {
+    const ms = parseDuration(value, option);
+    if (options.positive && ms === 0) {
+      report({ option, value, message: `expected a duration greater than 0, ${got(value)}` });
+      return undefined;
+    }
+    return ms;
+  } catch (error) {
+    if (!isInvalidOptionError(error)) throw error;
+    report({ option, value, message: `expected ${error.expected}, ${got(value)}` });
+    return undefined;
+  }
+}
+
+/** True for an IANA zone name this runtime knows (`Intl` throws a RangeError otherwise). */
+function isValidTimezone(timezone: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: timezone });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function timezone(value: unknown, option: string, report: Report): string | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value === 'string' && value !== '' && isValidTimezone(value)) return value;
+  report({
+    option,
+    value,
+    message: `expected an IANA timezone such as "UTC" or "Europe/Paris", ${got(value)}`,
+  });
+  return undefined;
+}
+
+function isLockStore(value: unknown): value is LockStore {
+  if (typeof value !== 'object' || value === null) return false;
+  const store = value as Partial<LockStore>;
+  return (
+    typeof store.acquire === 'function' &&
+    typeof store.renew === 'function' &&
+    typeof store.release === 'function'
+  );
+}
+
+/**
+ * Loads the jobs given as module paths (`jobs: ['./jobs/heartbeat.ts']`, the only way a JSON or
+ * YAML config can name one): each module's default export is the job.
+ */
+async function loadJobModules(
+  jobs: readonly unknown[],
+  file: string,
+  problems: ConfigProblem[],
+): Promise<unknown[]> {
+  return Promise.all(
+    jobs.map(async (entry, index) => {
+      if (typeof entry !== 'string') return entry;
+      const path = resolve(dirname(file), entry);
+      try {
+        return await importDefault(path);
+      } catch (error) {
+        problems.push({
+          file,
+          job: `jobs[${index}]`,
+          value: entry,
+          message: `cannot load job module ${JSON.stringify(entry)}: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`,
+        });
+        return undefined;
+      }
+    }),
+  );
+}
+
+function resolveJob(
+  raw: unknown,
+  index: number,
+  defaultTimezone: string | undefined,
+  report: (job: string, problem: { option?: string; value?: unknown; message: string }) => void,
+): ResolvedJob | undefined {
+  const fallbackLabel = `jobs[${index}]`;
+  if (!isPlainObject(raw)) {
+    report(fallbackLabel, {
+      value: raw,
+      message: `expected a job object ({ name, schedule, run }) or a module path, ${got(raw)}`,
+    });
+    return undefined;
+  }
+  const job = raw as Partial<JobDefinition> & Record<string, unknown>;
+  const label = typeof job.name === 'string' && job.name !== '' ? job.name : fallbackLabel;
+  let valid = true;
+  const problem: Report = (details) => {
+    valid = false;
+    report(label, details);
+  };
+
+  checkUnknownOptions(job, jobOptions, '', problem);
+  if (typeof job.name !== 'string' || job.name.trim() === '') {
+    problem({
+      option: 'name',
+      value: job.name,
+      message:
+        job.name === undefined
+          ? 'missing name: a unique, non-empty string'
+          : `expected a non-empty string, ${got(job.name)}`,
+    });
+  }
+  if (typeof job.run !== 'function') {
+    problem({
+      option: 'run',
+      value: job.run,
+      message:
+        job.run === undefined
+          ? 'missing run: the function (ctx) => ... that does the work'
+          : `expected a function, ${got(job.run)}`,
+    });
+  }
+  const zone = job.timezone === undefined ? defaultTimezone : timezone(job.timezone, 'timezone', problem);
+  if (typeof job.schedule !== 'string' || job.schedule.trim() === '') {
+    problem({
+      option: 'schedule',
+      value: job.schedule,
+      message:
+        job.schedule === undefined
+          ? "missing schedule: a cron expression such as '0 2 * * *'"
+          : `expected a cron expression string, ${got(job.schedule)}`,
+    });
+  } else if (job.timezone === undefined || zone !== undefined) {
+    try {
+      new Cron(job.schedule, { timezone: zone, paused: true }).stop();
+    } catch (error) {
+      problem({
+        option: 'schedule',
+        value: job.schedule,
+        message: `invalid cron expression ${JSON.stringify(job.schedule)}: ${(error as Error).message}`,
+      });
+    }
+  }
+
+  let lock: ResolvedJob['lock'] = false;
+  if (job.lock !== false) {
+    const options = job.lock ?? {};
+    if (!isPlainObject(options)) {
+      problem({
+        option: 'lock',
+        value: job.lock,
+        message: `expected false or { key, ttl, wait }, ${got(job.lock)}`,
+      });
+    } else {
+      checkUnknownOptions(options, lockOptions, 'lock.', problem);
+      const key = options.key ?? job.name;
+      if (options.key !== undefined && (typeof options.key !== 'string' || options.key === '')) {
+        problem({
+          option: 'lock.key',
+          value: options.key,
+          message: `expected a non-empty string, ${got(options.key)}`,
+        });
+      }
+      const ttlMs = duration(options.ttl ?? configDefaults.lockTtl, 'lock.ttl', problem, { positive: true });
+      const waitMs = duration(options.wait ?? configDefaults.lockWait, 'lock.wait', problem, {
+        positive: false,
+      });
+      if (typeof key === 'string' && ttlMs !== undefined && waitMs !== undefined)
+        lock = { key, ttlMs, waitMs };
+    }
+  }
+
+  const timeoutMs =
+    job.timeout === undefined || job.timeout === false
+      ? undefined
+      : duration(job.timeout, 'timeout', problem, { positive: true });
+
+  let retry: false | RetryStrategyOptions = false;
+  if (job.retry !== undefined && job.retry !== false) {
+    if (!isPlainObject(job.retry)) {
+      problem({
+        option: 'retry',
+        value: job.retry,
+        message: `expected false or retry options, ${got(job.retry)}`,
+      });
+    } else {
+      checkUnknownOptions(job.retry, retryOptions, 'retry.', problem);
+      try {
+        // The retry strategy's own validation, so the config accepts exactly what build() does.
+        retryStrategy(job.retry).create(noTelemetry);
+        retry = job.retry;
+      } catch (error) {
+        if (!isInvalidOptionError(error)) throw error;
+        problem({
+          option: error.option,
+          value: error.value,
+          message: `expected ${error.expected}, ${got(error.value)}`,
+        });
+      }
+    }
+  }
+
+  if (job.enabled !== undefined && typeof job.enabled !== 'boolean') {
+    problem({
+      option: 'enabled',
+      value: job.enabled,
+      message: `expected true or false, ${got(job.enabled)}`,
+    });
+  }
+  const catchUpMs =
+    job.catchUp === undefined ? undefined : duration(job.catchUp, 'catchUp', problem, { positive: true });
+  const startingDeadlineMs = duration(
+    job.startingDeadline ?? configDefaults.startingDeadline,
+    'startingDeadline',
+    problem,
+    { positive: true },
+  );
+
+  if (!valid) return undefined;
+  return {
+    name: job.name!,
+    schedule: job.schedule!,
+    timezone: zone,
+    run: job.run!,
+    lock,
+    timeoutMs,
+    retry,
+    enabled: job.enabled ?? true,
+    catchUpMs,
+    startingDeadlineMs: startingDeadlineMs!,
+  };
+}
+
+/**
+ * Validates a loaded config and applies the defaults. Reports every problem at once in one
+ * {@link ConfigError}, one line per problem naming the file, the job, the option and the value.
+ */
+export async function resolveConfig(raw: unknown, file: string): Promise<ResolvedConfig> {
+  const problems: ConfigProblem[] = [];
+  const report: Report = (problem) => problems.push({ file, ...problem });
+  if (!isPlainObject(raw)) {
+    throw new ConfigError({
+      file,
+      value: raw,
+      message: `the config must be an object (export default defineConfig({ jobs: [...] })), ${got(raw)}`,
+    });
+  }
+
+  checkUnknownOptions(raw, configOptions, '', report);
+  let store: LockStore | undefined;
+  if (raw.store === undefined) {
+    store = undefined;
+  } else if (isLockStore(raw.store)) {
+    store = raw.store;
+  } else {
+    report({
+      option: 'store',
+      value: raw.store,
+      message: `expected a LockStore (acquire, renew and release methods), such as new RedisLockStore(client), ${got(raw.store)}`,
+    });
+  }
+  const defaultTimezone = timezone(raw.timezone, 'timezone', report);
+  if (raw.instance !== undefined && (typeof raw.instance !== 'string' || raw.instance === '')) {
+    report({
+      option: 'instance',
+      value: raw.instance,
+      message: `expected a non-empty string, ${got(raw.instance)}`,
+    });
+  }
+  const shutdownGraceMs = duration(
+    raw.shutdownGrace ?? configDefaults.shutdownGrace,
+    'shutdownGrace',
+    report,
+    {
+      positive: false,
+    },
+  );
+  const ledgerRetentionMs = duration(
+    raw.ledgerRetention ?? configDefaults.ledgerRetention,
+    'ledgerRetention',
+    report,
+    { positive: true },
+  );
+
+  const jobs: ResolvedJob[] = [];
+  if (!Array.isArray(raw.jobs)) {
+    report({
+      option: 'jobs',
+      value: raw.jobs,
+      message:
+        raw.jobs === undefined
+          ? 'missing jobs: an array of jobs ({ name, schedule, run }) or job module paths'
+          : `expected an array of jobs, ${got(raw.jobs)}`,
+    });
+  } else {
+    const entries = await loadJobModules(raw.jobs, file, problems);
+    const firstIndexOfName = new Map<string, number>();
+    entries.forEach((entry, index) => {
+      if (entry === undefined && typeof (raw.jobs as unknown[])[index] === 'string') return;
+      const job = resolveJob(entry, index, defaultTimezone, (label, problem) =>
+        problems.push({ file, job: label, ...problem }),
+      );
+      const name = isPlainObject(entry) && typeof entry.name === 'string' ? entry.name : undefined;
+      if (name !== undefined) {
+        const first = firstIndexOfName.get(name);
+        if (first === undefined) {
+          firstIndexOfName.set(name, index);
+        } else {
+          problems.push({
+            file,
+            job: name,
+            option: 'name',
+            value: name,
+            message: `duplicate job name: jobs[${first}] and jobs[${index}] are both ${JSON.stringify(name)}; names must be unique`,
+          });
+          return;
+        }
+      }
+      if (job !== undefined) jobs.push(job);
+    });
+  }
+
+  if (problems.length > 0) throw new ConfigError(problems);
+  return {
+    filepath: file,
+    store: store ?? new MemoryLockStore(),
+    instance: (raw.instance as string | undefined) ?? `${hostname()}:${process.pid}`,
+    shutdownGraceMs: shutdownGraceMs!,
+    ledgerRetentionMs: ledgerRetentionMs!,
+    jobs,
+  };
+}
