@@ -1,0 +1,216 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  ansiPattern,
+  createProject,
+  ensureCliBuilt,
+  type Project,
+  repoRoot,
+  runCli,
+  tsConfig,
+} from './cli-support.ts';
+
+const jobs = `[
+  { name: 'beat', schedule: '*/10 * * * * *', run: async (ctx) => { ctx.logger.info({ token: ctx.token }, 'beat ran'); } },
+  { name: 'nightly', schedule: '0 2 * * *', timezone: 'Europe/Paris', lock: { key: 'nightly-lock', ttl: '1m' }, run: async () => {} },
+  { name: 'unlocked', schedule: '0 * * * *', lock: false, run: async () => {} },
+  { name: 'off', schedule: '0 3 * * *', enabled: false, run: async () => {} },
+  { name: 'broken', schedule: '0 4 * * *', retry: { maxRetryAttempts: 1, delay: 10 }, run: async () => { throw new Error('disk full'); } },
+]`;
+
+let project: Project;
+
+beforeAll(() => {
+  ensureCliBuilt();
+  project = createProject({ 'resil.config.ts': tsConfig(jobs, { extra: "timezone: 'UTC'," }) });
+});
+afterAll(() => project?.remove());
+
+describe('--help and --version', () => {
+  it('prints the version from package.json', async () => {
+    const { version } = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as {
+      version: string;
+    };
+    const result = await runCli(['--version']);
+    expect(result).toMatchObject({ code: 0, stdout: `${version}\n` });
+  });
+
+  it('lists every command with examples', async () => {
+    const result = await runCli(['--help']);
+    expect(result.code).toBe(0);
+    for (const text of [
+      'run [options]',
+      'jobs',
+      'lock',
+      '--config <file>',
+      'Examples:',
+      'resil jobs run nightly-report',
+    ]) {
+      expect(result.stdout).toContain(text);
+    }
+  });
+
+  it('shows help with no arguments', async () => {
+    const result = await runCli([]);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain('Usage: resil');
+  });
+
+  it.each([
+    [
+      ['jobs', '--help'],
+      ['list', 'run', 'Examples:'],
+    ],
+    [
+      ['jobs', 'list', '--help'],
+      ['--json', 'Exit codes: 0', 'Examples:'],
+    ],
+    [
+      ['jobs', 'run', '--help'],
+      ['<name>', '3 skipped', 'Examples:'],
+    ],
+    [
+      ['lock', 'status', '--help'],
+      ['<key>', '--json', '1 store unreachable', 'Examples:'],
+    ],
+    [
+      ['help', 'jobs'],
+      ['list', 'run'],
+    ],
+    [
+      ['run', '--help'],
+      ['--job', 'Examples:'],
+    ],
+  ])('%j answers with its options, exit codes and examples', async (args, expected) => {
+    const result = await runCli(args);
+    expect(result.code).toBe(0);
+    for (const text of expected) expect(result.stdout).toContain(text);
+  });
+
+  it('exits 2 on an unknown command or option, with a suggestion', async () => {
+    const command = await runCli(['jobs', 'lsit']);
+    expect(command.code).toBe(2);
+    expect(command.stderr).toContain('(Did you mean list?)');
+    const option = await runCli(['jobs', 'list', '--jsno'], { cwd: project.directory });
+    expect(option.code).toBe(2);
+    expect(option.stderr).toContain("unknown option '--jsno'");
+  });
+
+  it('exits 2 when jobs run has no name', async () => {
+    const result = await runCli(['jobs', 'run']);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain("missing required argument 'name'");
+  });
+});
+
+describe('jobs list', () => {
+  it('prints an aligned table without colours off a terminal', async () => {
+    const result = await runCli(['jobs', 'list'], { cwd: project.directory });
+    expect(result.code).toBe(0);
+    expect(result.stdout).not.toMatch(ansiPattern);
+    const lines = result.stdout.trimEnd().split('\n');
+    expect(lines).toHaveLength(6);
+    const header = lines[0]!;
+    expect(header).toMatch(/^NAME\s+SCHEDULE\s+TIMEZONE\s+NEXT RUN\s+LOCK KEY\s+LAST RUN$/);
+    // Every column starts at the header's offset on every row.
+    const offset = header.indexOf('SCHEDULE');
+    for (const line of lines.slice(1)) expect(line[offset - 1]).toBe(' ');
+    const row = (name: string) => lines.find((line) => line.startsWith(`${name} `))!;
+    expect(row('beat')).toMatch(
+      /\*\/10 \* \* \* \* \*\s+UTC\s+\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \(in \d+s\)\s+beat\s+never$/,
+    );
+    expect(row('nightly')).toMatch(
+      /Europe\/Paris\s+.*\(in (\d+h( \d+m)?|\d+m( \d+s)?)\)\s+nightly-lock\s+never$/,
+    );
+    expect(row('unlocked')).toMatch(/\s+none\s+never$/);
+    expect(row('off')).toMatch(/\s+disabled\s+off\s+never$/);
+  });
+
+  it('prints one JSON array with --json', async () => {
+    const result = await runCli(['jobs', 'list', '--json'], { cwd: project.directory });
+    expect(result.code).toBe(0);
+    const entries = JSON.parse(result.stdout) as Array<Record<string, unknown>>;
+    expect(entries.map((entry) => entry.name)).toEqual(['beat', 'nightly', 'unlocked', 'off', 'broken']);
+    const [beat, nightly, unlocked, off] = entries;
+    expect(beat).toMatchObject({
+      schedule: '*/10 * * * * *',
+      timezone: 'UTC',
+      enabled: true,
+      lockKey: 'beat',
+      lastRun: null,
+    });
+    const nextRun = new Date(beat!.nextRun as string);
+    expect(beat!.nextRun).toBe(nextRun.toISOString());
+    expect(nextRun.getTime() - Date.now()).toBeGreaterThan(-1_000);
+    expect(nextRun.getTime() - Date.now()).toBeLessThanOrEqual(10_000);
+    expect(nextRun.getUTCSeconds() % 10).toBe(0);
+    expect(nightly).toMatchObject({ timezone: 'Europe/Paris', lockKey: 'nightly-lock' });
+    // 02:00 in Paris is 00:00 or 01:00 UTC.
+    expect([0, 1]).toContain(new Date(nightly!.nextRun as string).getUTCHours());
+    expect(unlocked).toMatchObject({ lockKey: null });
+    expect(off).toMatchObject({ enabled: false, nextRun: null });
+  });
+
+  it('finds the config from a subdirectory of the project', async () => {
+    project.write('src/nested/.keep', '');
+    const result = await runCli(['jobs', 'list', '--json'], { cwd: project.path('src/nested') });
+    expect(result.code).toBe(0);
+    expect(JSON.parse(result.stdout)).toHaveLength(5);
+  });
+
+  it('takes the config from --config, before or after the command', async () => {
+    const other = createProject({
+      'ops/my-config.ts': tsConfig("[{ name: 'only', schedule: '0 0 * * *', run: () => {} }]"),
+    });
+    try {
+      for (const args of [
+        ['--config', 'ops/my-config.ts', 'jobs', 'list', '--json'],
+        ['jobs', 'list', '--json', '-c', other.path('ops/my-config.ts')],
+      ]) {
+        const result = await runCli(args, { cwd: other.directory });
+        expect(result.code, result.stderr).toBe(0);
+        expect((JSON.parse(result.stdout) as Array<{ name: string }>).map((job) => job.name)).toEqual([
+          'only',
+        ]);
+      }
+    } finally {
+      other.remove();
+    }
+  });
+});
+
+describe('jobs run', () => {
+  it('exits 0 when the job succeeds, with its log on stdout and the result on stderr', async () => {
+    const result = await runCli(['jobs', 'run', 'beat'], { cwd: project.directory });
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toContain('"msg":"beat ran"');
+    expect(result.stdout).toMatch(/"token":\d+/);
+    expect(result.stderr).toMatch(/^beat: success, token \d+, 1 attempt\n$/);
+  });
+
+  it('exits 1 when the job fails after its retries', async () => {
+    const result = await runCli(['jobs', 'run', 'broken'], { cwd: project.directory });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/broken: failed, token \d+, 2 attempts: Error: disk full/);
+  });
+
+  it('exits 2 for a job the config does not define, naming the ones it does', async () => {
+    const result = await runCli(['jobs', 'run', 'nope'], { cwd: project.directory });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain(
+      'job "nope": unknown job; jobs in this config: beat, nightly, unlocked, off, broken',
+    );
+    expect(result.stderr).toContain(project.path('resil.config.ts'));
+  });
+});
+
+describe('lock status', () => {
+  it('reports a free lock in a block and as JSON', async () => {
+    const text = await runCli(['lock', 'status', 'beat'], { cwd: project.directory });
+    expect(text).toMatchObject({ code: 0, stdout: 'Lock beat: free (no live lease)\n' });
+    const json = await runCli(['lock', 'status', 'beat', '--json'], { cwd: project.directory });
+    expect(json.code).toBe(0);
+    expect(JSON.parse(json.stdout)).toEqual({ key: 'beat', held: false });
+  });
+});
