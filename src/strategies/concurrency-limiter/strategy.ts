@@ -59,28 +59,35 @@ class ConcurrencyLimiterStrategy implements ResilienceStrategy {
     this.#environment = environment;
   }
 
-  async execute<T>(
-    callback: Callback<T>,
-    context: ResilienceContext,
-    next: Next,
-  ): Promise<Outcome<T, unknown>> {
+  execute<T>(callback: Callback<T>, context: ResilienceContext, next: Next): Promise<Outcome<T, unknown>> {
     if (this.#running < this.#permitLimit) {
       this.#running++;
-    } else if (this.#queue.size < this.#queueLimit) {
-      try {
-        // A finishing execution hands its permit straight to the oldest waiter (see #release).
-        await this.#queue.enqueue(context.signal);
-      } catch (reason) {
-        return Outcome.failure(reason);
-      }
-    } else {
-      return this.#reject(context);
+      return this.#run(callback, context, next);
     }
+    if (this.#queue.size < this.#queueLimit) return this.#queued(callback, context, next);
+    return this.#reject(context);
+  }
+
+  async #run<T>(callback: Callback<T>, context: ResilienceContext, next: Next): Promise<Outcome<T, unknown>> {
     try {
       return await next(callback, context);
     } finally {
       this.#release();
     }
+  }
+
+  async #queued<T>(
+    callback: Callback<T>,
+    context: ResilienceContext,
+    next: Next,
+  ): Promise<Outcome<T, unknown>> {
+    try {
+      // A finishing execution hands its permit straight to the oldest waiter (see #release).
+      await this.#queue.enqueue(context.signal);
+    } catch (reason) {
+      return Outcome.failure(reason);
+    }
+    return this.#run(callback, context, next);
   }
 
   #release(): void {

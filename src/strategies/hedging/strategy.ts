@@ -37,7 +37,15 @@ interface Attempt<T> {
   /** True when `shouldHandle` rejected the outcome. */
   handled: boolean;
   /** Resolves (never rejects) once `outcome` and `handled` are set. */
-  settled: Promise<unknown>;
+  settled: Promise<void>;
+}
+
+/** A hedged attempt prepared by `actionGenerator` and `onHedging`, ready to start. */
+interface HedgedAction<T> {
+  readonly signal: DerivedSignal;
+  readonly context: ResilienceContext;
+  /** Undefined: run the original callback. */
+  readonly action: (() => Promise<Outcome<T, unknown>>) | undefined;
 }
 
 /** Fallback mode: wait for the running attempts, never for a timer. */
@@ -82,6 +90,11 @@ class HedgingStrategy implements ResilienceStrategy {
     let winner: Attempt<T> | undefined;
     const time = this.#environment.timeProvider;
 
+    const onSettled = (attempt: Attempt<T>) => {
+      running--;
+      settled.push(attempt);
+      wake?.();
+    };
     const waitForAttempt = (ms: number) =>
       new Promise<Attempt<T> | undefined>((resolve) => {
         let timer: unknown;
@@ -102,17 +115,13 @@ class HedgingStrategy implements ResilienceStrategy {
       for (;;) {
         if (context.signal.aborted) return Outcome.failure(context.signal.reason);
         if (!exhausted && attempts.length < this.#maxAttempts) {
-          const attempt = await this.#start(attempts.length, callback, context, next);
-          if (attempt) {
-            attempts.push(attempt);
-            running++;
-            attempt.settled.then(() => {
-              running--;
-              settled.push(attempt);
-              wake?.();
-            });
-          } else {
+          const number = attempts.length;
+          const run = number === 0 ? undefined : await this.#prepareHedge(number, callback, context, next);
+          if (run === null) {
             exhausted = true;
+          } else {
+            running++;
+            attempts.push(this.#launch(number, run, callback, context, next, onSettled));
           }
         }
         let attempt = settled.shift();
@@ -123,7 +132,11 @@ class HedgingStrategy implements ResilienceStrategy {
             return winner.outcome;
           }
           const canStartMore = !exhausted && attempts.length < this.#maxAttempts;
-          const ms = canStartMore ? await this.#delayBefore(attempts.length, context) : untilAttemptsSettle;
+          const ms = !canStartMore
+            ? untilAttemptsSettle
+            : this.#options.delayGenerator
+              ? await this.#generatedDelay(attempts.length, context)
+              : this.#delay;
           if (ms === 0) continue;
           attempt = await waitForAttempt(ms);
           if (!attempt) continue;
@@ -145,59 +158,96 @@ class HedgingStrategy implements ResilienceStrategy {
     }
   }
 
-  /** Starts attempt `attemptNumber`; undefined when `actionGenerator` declines. */
-  async #start<T>(
+  /**
+   * Runs `actionGenerator` and `onHedging` for hedged attempt `attemptNumber`: its action
+   * (undefined for the original callback), or null when the generator declines.
+   */
+  async #prepareHedge<T>(
     attemptNumber: number,
     callback: Callback<T>,
     primaryContext: ResilienceContext,
     next: Next,
-  ): Promise<Attempt<T> | undefined> {
+  ): Promise<HedgedAction<T> | undefined | null> {
     const signal = new DerivedSignal(primaryContext);
     const actionContext = primaryContext.derive(signal);
-    let run = () => next(callback, actionContext);
+    let action: (() => Promise<Outcome<T, unknown>>) | undefined;
     const generate = this.#options.actionGenerator;
-    if (attemptNumber > 0 && generate) {
+    if (generate) {
       try {
-        const action = generate({
+        const generated = generate({
           primaryContext,
           actionContext,
           attemptNumber,
           callback: (context) => next(callback, context).then(Outcome.unwrap),
         });
-        if (action === undefined) {
+        if (generated === undefined) {
           signal.dispose();
-          return undefined;
+          return null;
         }
-        run = () => invoke(action as () => T, actionContext);
+        action = () => invoke(generated as () => T, actionContext);
       } catch (error) {
         // Like Polly, a throwing generator is this attempt's failure.
-        run = () => Promise.resolve(Outcome.failure(error));
+        action = () => Promise.resolve(Outcome.failure(error));
       }
     }
-    if (attemptNumber > 0) {
-      const args: OnHedgingArguments = { primaryContext, actionContext, attemptNumber };
-      this.#environment.report('OnHedging', actionContext, args);
-      try {
-        if (this.#options.onHedging) await this.#options.onHedging(args);
-      } catch (error) {
-        // Like Polly, a throwing onHedging fails the execution (the running attempts are aborted).
-        signal.dispose();
-        throw error;
-      }
+    const args: OnHedgingArguments = { primaryContext, actionContext, attemptNumber };
+    this.#environment.report('OnHedging', actionContext, args);
+    try {
+      if (this.#options.onHedging) await this.#options.onHedging(args);
+    } catch (error) {
+      // Like Polly, a throwing onHedging fails the execution (the running attempts are aborted).
+      signal.dispose();
+      throw error;
     }
+    return { signal, context: actionContext, action };
+  }
+
+  #launch<T>(
+    attemptNumber: number,
+    hedge: HedgedAction<T> | undefined,
+    callback: Callback<T>,
+    primaryContext: ResilienceContext,
+    next: Next,
+    onSettled: (attempt: Attempt<T>) => void,
+  ): Attempt<T> {
+    const signal = hedge?.signal ?? new DerivedSignal(primaryContext);
+    const context = hedge?.context ?? primaryContext.derive(signal);
     const attempt: Attempt<T> = { signal, outcome: undefined!, handled: false, settled: undefined! };
-    attempt.settled = run()
-      .catch(Outcome.failure<T>)
-      .then(async (outcome) => {
-        attempt.outcome = outcome;
-        attempt.handled = await this.#shouldHandle(outcome, actionContext, attemptNumber);
-      })
-      .catch((error: unknown) => {
-        // A throwing shouldHandle becomes the accepted outcome, so the caller sees the error.
-        attempt.outcome = Outcome.failure(error);
-        attempt.handled = false;
-      });
+    attempt.settled = this.#settle(
+      attempt,
+      hedge?.action ?? (() => next(callback, context)),
+      context,
+      attemptNumber,
+      onSettled,
+    );
     return attempt;
+  }
+
+  /** Runs the attempt to its outcome and verdict; never rejects. */
+  async #settle<T>(
+    attempt: Attempt<T>,
+    run: () => Promise<Outcome<T, unknown>>,
+    context: ResilienceContext,
+    attemptNumber: number,
+    onSettled: (attempt: Attempt<T>) => void,
+  ): Promise<void> {
+    try {
+      attempt.outcome = await run();
+    } catch (error) {
+      attempt.outcome = Outcome.failure(error);
+    }
+    try {
+      const outcome = attempt.outcome;
+      attempt.handled =
+        outcome.ok && !this.#options.shouldHandle
+          ? false
+          : await this.#shouldHandle(outcome, context, attemptNumber);
+    } catch (error) {
+      // A throwing shouldHandle becomes the accepted outcome, so the caller sees the error.
+      attempt.outcome = Outcome.failure(error);
+      attempt.handled = false;
+    }
+    onSettled(attempt);
   }
 
   #shouldHandle(
@@ -210,10 +260,9 @@ class HedgingStrategy implements ResilienceStrategy {
     return !outcome.ok && !(context.signal.aborted && outcome.error === context.signal.reason);
   }
 
-  async #delayBefore(attemptNumber: number, context: ResilienceContext): Promise<number> {
-    const generate = this.#options.delayGenerator;
-    if (!generate) return this.#delay;
-    return parseHedgingDelay(await generate({ context, attemptNumber }), 'hedging.delayGenerator()');
+  async #generatedDelay(attemptNumber: number, context: ResilienceContext): Promise<number> {
+    const generated = await this.#options.delayGenerator!({ context, attemptNumber });
+    return parseHedgingDelay(generated, 'hedging.delayGenerator()');
   }
 }
 
