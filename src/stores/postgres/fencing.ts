@@ -140,6 +140,13 @@ export async function withFencedTransaction<T>(
   checkToken(token);
   const client = await pool.connect();
   let broken: Error | undefined;
+  // A checked-out client whose connection drops (the server ended an idle-in-transaction session,
+  // say) emits 'error'; unheard, that crashes the process. The failure reaches the caller through
+  // the next query instead, and the client is destroyed on release.
+  const onConnectionError = (error: Error) => {
+    broken = error;
+  };
+  client.on('error', onConnectionError);
   try {
     await client.query('BEGIN');
     await fenceTransaction(client, resource, token, options);
@@ -157,6 +164,7 @@ export async function withFencedTransaction<T>(
     }
     throw error;
   } finally {
+    client.off('error', onConnectionError);
     client.release(broken);
   }
 }

@@ -26,6 +26,7 @@ async function startHolder(
   key: string,
   resource: string,
   writeEveryMs: number,
+  workMs = 0,
 ): Promise<{ holder: SpawnedProcess; token: number }> {
   const holder = spawnProcess(process.execPath, ['--import', 'tsx', holderScript], {
     name: 'lock holder',
@@ -37,6 +38,7 @@ async function startHolder(
       TTL_MS: String(ttlMs),
       RESOURCE: resource,
       WRITE_EVERY_MS: String(writeEveryMs),
+      WORK_MS: String(workMs),
     },
   });
   const line = await holder.waitForOutput(/^acquired \d+/, 15_000);
@@ -109,7 +111,6 @@ describe.skipIf(!databaseUrl)('PostgresLockStore under faults, with real process
         client.query(`INSERT INTO ${schema}.reports (resource, body) VALUES ($1, 'successor')`, [resource]),
       { schema },
     );
-    const writesBeforeWake = count(holder.output(), /^write ok/);
 
     holder.kill('SIGCONT');
     await holder.waitForOutput(/^lost$/, 5_000);
@@ -121,17 +122,58 @@ describe.skipIf(!databaseUrl)('PostgresLockStore under faults, with real process
     await holder.exited;
 
     const output = holder.output();
-    expect(count(output, /^write ok/)).toBe(writesBeforeWake);
-    expect(count(output, /^write error/)).toBe(0);
-    expect(output).toContain(`write stale ${writesBeforeWake + 1} ${taken}`);
-    // Nothing the holder wrote landed after the successor's write.
+    // Each rejection names the successor's token as the highest seen.
+    const stale = output.split('\n').filter((line) => line.startsWith('write stale'));
+    expect(stale.every((line) => line.endsWith(` ${taken}`))).toBe(true);
+    // A write the pause caught inside its transaction is ended by the server (an error, rolled
+    // back); every later one is stale. So nothing the holder wrote landed after the successor.
     const rows = await pool.query<{ body: string }>(
       `SELECT body FROM ${schema}.reports WHERE resource = $1 ORDER BY id`,
       [resource],
     );
     const bodies = rows.rows.map((row) => row.body);
     expect(bodies.at(-1)).toBe('successor');
-    expect(bodies).toHaveLength(writesBeforeWake + 1);
+    expect(bodies).toHaveLength(count(output, /^write ok/) + 1);
+    expect(count(output, /^write error/)).toBeLessThanOrEqual(1);
+  });
+
+  it('SIGSTOP of a holder inside its fenced transaction: the server ends that session, the successor writes, the holder’s write is rolled back', async () => {
+    const resource = 'paused-mid-transaction';
+    const { holder } = await startHolder('pause-mid', resource, 50, 400);
+    holders.push(holder);
+    await holder.waitForOutput(/^in transaction 1$/, 5_000);
+    holder.kill('SIGSTOP');
+
+    const taken = (await waitUntil(
+      'the paused holder’s lease to expire',
+      () => store.acquire('pause-mid', 'successor', 30_000),
+      { timeoutMs: ttlMs + 2_000, intervalMs: 20 },
+    )) as number;
+    // The holder's open transaction locks the fence row until the server ends its idle session.
+    await withFencedTransaction(
+      pool,
+      resource,
+      taken,
+      (client) =>
+        client.query(`INSERT INTO ${schema}.reports (resource, body) VALUES ($1, 'successor')`, [resource]),
+      { schema },
+    );
+
+    holder.kill('SIGCONT');
+    await holder.waitForOutput(/^write error 1 /, 5_000);
+    await waitUntil(
+      'two rejected writes from the woken holder',
+      () => count(holder.output(), /^write stale/) >= 2,
+    );
+    holder.kill('SIGKILL');
+    await holder.exited;
+
+    expect(count(holder.output(), /^write ok/)).toBe(0);
+    const rows = await pool.query<{ body: string }>(
+      `SELECT body FROM ${schema}.reports WHERE resource = $1`,
+      [resource],
+    );
+    expect(rows.rows.map((row) => row.body)).toEqual(['successor']);
   });
 
   describe.skipIf(!postgresServerAvailable())('a private server that stalls and dies', () => {
