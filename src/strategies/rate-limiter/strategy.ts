@@ -81,26 +81,42 @@ class RateLimiterStrategy implements ResilienceStrategy {
     this.#environment = environment;
   }
 
-  async execute<T>(
+  execute<T>(callback: Callback<T>, context: ResilienceContext, next: Next): Promise<Outcome<T, unknown>> {
+    const decision = this.#limiter.acquire(context);
+    if (typeof (decision as Partial<PromiseLike<unknown>>).then === 'function') {
+      return this.#afterQueue(decision as Promise<RateLimitDecision>, callback, context, next);
+    }
+    return this.#decide(decision as RateLimitDecision, callback, context, next);
+  }
+
+  async #afterQueue<T>(
+    pending: Promise<RateLimitDecision>,
     callback: Callback<T>,
     context: ResilienceContext,
     next: Next,
   ): Promise<Outcome<T, unknown>> {
-    const pending = this.#limiter.acquire(context);
     let decision: RateLimitDecision;
-    if (typeof (pending as Partial<PromiseLike<unknown>>).then === 'function') {
-      try {
-        decision = await pending;
-      } catch (reason) {
-        return Outcome.failure(reason);
-      }
-    } else {
-      decision = pending as RateLimitDecision;
+    try {
+      decision = await pending;
+    } catch (reason) {
+      return Outcome.failure(reason);
     }
-    if (decision.granted) return next(callback, context);
-    const args: OnRateLimiterRejectedArguments = { context, retryAfter: decision.retryAfter };
+    return this.#decide(decision, callback, context, next);
+  }
+
+  #decide<T>(
+    decision: RateLimitDecision,
+    callback: Callback<T>,
+    context: ResilienceContext,
+    next: Next,
+  ): Promise<Outcome<T, unknown>> {
+    return decision.granted ? next(callback, context) : this.#reject(context, decision.retryAfter);
+  }
+
+  async #reject<T>(context: ResilienceContext, retryAfter: number | undefined): Promise<Outcome<T, unknown>> {
+    const args: OnRateLimiterRejectedArguments = { context, retryAfter };
     this.#environment.report('OnRateLimiterRejected', context, args);
     if (this.#onRejected) await this.#onRejected(args);
-    return Outcome.failure(new RateLimiterRejectedError(decision.retryAfter));
+    return Outcome.failure(new RateLimiterRejectedError(retryAfter));
   }
 }
