@@ -122,6 +122,10 @@ export async function fenceTransaction(
  * `work` throws (its error is rethrown). The job's writes through `client` commit only if the
  * fence held. Returns what `work` returns.
  *
+ * Fenced transactions on one resource wait for each other (the fence row is locked until COMMIT
+ * or ROLLBACK), so a holder paused inside one blocks its successor: set the server's
+ * `idle_in_transaction_session_timeout` so such a session is ended and rolled back.
+ *
  * @example
  * import { getLockToken } from 'resil';
  * import { withFencedTransaction } from 'resil/postgres';
