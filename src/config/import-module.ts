@@ -41,9 +41,16 @@ function enableTypeScript(file: string): Promise<void> {
   return typeScriptSupport;
 }
 
-function isTypeScriptNeeded(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
-  return code === 'ERR_UNKNOWN_FILE_EXTENSION' && /\.[mc]?tsx?\b/.test(String((error as Error).message));
+/** A static or dynamic import of a `.ts` / `.mts` / `.cts` / `.tsx` path. */
+const typeScriptImport = /(?:\bfrom\s*|\bimport\s*\(?\s*)['"][^'"]+\.[mc]?tsx?['"]/;
+
+/** True when a JavaScript config imports TypeScript itself (`import job from './jobs/x.ts'`). */
+function importsTypeScript(file: string): boolean {
+  try {
+    return typeScriptImport.test(readFileSync(file, 'utf8'));
+  } catch {
+    return false;
+  }
 }
 
 /**
@@ -51,19 +58,19 @@ function isTypeScriptNeeded(error: unknown): boolean {
  * read-only directory works) and returns its default export.
  */
 export async function importDefault(file: string): Promise<unknown> {
-  const url = pathToFileURL(file).href;
-  if (typeScriptExtensions.has(extname(file))) await enableTypeScript(file);
-  let namespace: Record<string, unknown>;
+  // Decided before importing: Node keeps a module that failed to load as failed, so importing
+  // again once TypeScript is enabled would fail the same way.
+  if (typeScriptExtensions.has(extname(file)) || importsTypeScript(file)) await enableTypeScript(file);
   try {
-    namespace = await import(url);
+    return unwrapDefault(await import(pathToFileURL(file).href));
   } catch (error) {
-    // A `.js` config importing `./jobs/x.ts`: Node refuses the `.ts` while linking, before any
-    // module ran, so importing again with TypeScript enabled runs nothing twice.
-    if (typeScriptSupport !== undefined || !isTypeScriptNeeded(error)) throw error;
-    await enableTypeScript(file);
-    namespace = await import(`${url}?typescript`);
+    const code = (error as { code?: unknown } | null)?.code;
+    if (code === 'ERR_UNKNOWN_FILE_EXTENSION' && typeScriptSupport === undefined) {
+      (error as Error).message +=
+        ' (a JavaScript config that loads TypeScript through another module: import the .ts file from the config itself, or name the config resil.config.ts)';
+    }
+    throw error;
   }
-  return unwrapDefault(namespace);
 }
 
 function unwrapDefault(namespace: Record<string, unknown>): unknown {

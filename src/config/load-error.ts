@@ -79,7 +79,11 @@ export function describeLoadError(error: unknown, file: string): ConfigProblem {
   }
   // JSON / YAML errors from cosmiconfig carry the location in their first lines.
   if (/^(JSON|YAML) Error in /.test(message)) {
-    return { file, message: redactCredentials(message.split('\n').slice(1).join(' ').trim() || message) };
+    const filepath = (error as { filepath?: unknown }).filepath;
+    return {
+      file: typeof filepath === 'string' ? filepath : file,
+      message: `syntax error: ${redactCredentials(message.split('\n').slice(1).join(' ').trim() || message)}`,
+    };
   }
   const where = userFrame(error.stack);
   return {
