@@ -12,12 +12,12 @@ export default class SummaryReporter implements Reporter {
     const skips: string[] = [];
     for (const module of testModules) {
       for (const test of module.children.allTests()) {
-        const state = test.result().state;
-        if (state === 'passed') passed++;
-        else if (state === 'failed') failed++;
-        else if (state === 'skipped') {
+        const result = test.result();
+        if (result.state === 'passed') passed++;
+        else if (result.state === 'failed') failed++;
+        else if (result.state === 'skipped') {
           skipped++;
-          const note = test.result().note;
+          const note = result.note;
           skips.push(`  ${module.moduleId.replace(`${process.cwd()}/`, '')} > ${test.fullName}${note ? `: ${note}` : ''}`);
         }
       }
