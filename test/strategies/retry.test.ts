@@ -307,7 +307,13 @@ describe('retry options', () => {
       .addRetry({
         delay: 100,
         maxRetryAttempts: 1,
-        onRetry: () => new Promise((resolve) => time.setTimeout(() => resolve(log.push('onRetry done')), 50)),
+        onRetry: () =>
+          new Promise<void>((resolve) =>
+            time.setTimeout(() => {
+              log.push('onRetry done');
+              resolve();
+            }, 50),
+          ),
       })
       .build();
     let calls = 0;

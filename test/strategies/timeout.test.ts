@@ -24,7 +24,8 @@ function untilAborted({ signal }: ResilienceContext): Promise<never> {
 function setup(options: TimeoutStrategyOptions | number | string = 1_000) {
   const time = new FakeTimeProvider();
   const timeouts: OnTimeoutArguments[] = [];
-  const resolved = typeof options === 'object' ? options : { timeout: options };
+  const resolved: TimeoutStrategyOptions =
+    typeof options === 'object' ? options : { timeout: options as number };
   const pipeline = new ResiliencePipelineBuilder({ timeProvider: time })
     .addTimeout({
       ...resolved,
@@ -287,8 +288,11 @@ describe('timeout callbacks', () => {
       .addTimeout({
         timeout: 100,
         onTimeout: ({ context, timeout }) =>
-          new Promise((resolve) =>
-            time.setTimeout(() => resolve(log.push(`${context.operationKey}:${timeout}`)), 50),
+          new Promise<void>((resolve) =>
+            time.setTimeout(() => {
+              log.push(`${context.operationKey}:${timeout}`);
+              resolve();
+            }, 50),
           ),
       })
       .build();
