@@ -1,0 +1,31 @@
+import { readFileSync } from 'node:fs';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { ensureCliBuilt, repoRoot, runCli } from './cli-support.ts';
+
+beforeAll(() => ensureCliBuilt());
+
+describe("the repository's example config (resil.config.ts + jobs/)", () => {
+  it('lists the example jobs, the heartbeat due within seconds', async () => {
+    const result = await runCli(['jobs', 'list', '--json'], { cwd: repoRoot, env: { REDIS_URL: '' } });
+    expect(result.code, result.stderr).toBe(0);
+    const jobs = JSON.parse(result.stdout) as Array<{ name: string; nextRun: string; lockKey: string }>;
+    expect(jobs.map((job) => job.name)).toEqual(['heartbeat', 'cache-rebuild', 'nightly-report']);
+    expect(new Date(jobs[0]!.nextRun).getTime() - Date.now()).toBeLessThanOrEqual(5_000);
+  });
+
+  it('runs the nightly report now, writing it through the fence', async () => {
+    const result = await runCli(['jobs', 'run', 'nightly-report'], { cwd: repoRoot, env: { REDIS_URL: '' } });
+    expect(result.code, result.stderr).toBe(0);
+    const where = /"where":"([^"]+)"/.exec(result.stdout)?.[1];
+    expect(where).toBeDefined();
+    const report = JSON.parse(readFileSync(where!, 'utf8')) as { scheduledAt: string; attempt: number };
+    expect(report.attempt).toBe(1);
+    expect(Date.now() - new Date(report.scheduledAt).getTime()).toBeLessThan(30_000);
+  });
+
+  it('runs the cache rebuild now', async () => {
+    const result = await runCli(['jobs', 'run', 'cache-rebuild'], { cwd: repoRoot, env: { REDIS_URL: '' } });
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toContain('"msg":"cache rebuilt"');
+  });
+});
