@@ -4,7 +4,7 @@
  */
 import { handleAll, retry, TimeoutStrategy, timeout, wrap } from 'cockatiel';
 import { ResiliencePipelineBuilder } from '../../src/index.ts';
-import { type BenchOptions, compare } from './harness.ts';
+import { type BenchOptions, compare, printTable } from './harness.ts';
 
 export default async function pipelineBench(options: BenchOptions): Promise<void> {
   const work = async () => 42;
@@ -26,7 +26,7 @@ export default async function pipelineBench(options: BenchOptions): Promise<void
     timeout(30_000, TimeoutStrategy.Cooperative),
   );
 
-  await compare(
+  const rows = await compare(
     'execute() overhead per call, success path',
     [
       { name: 'bare await fn()', run: () => work() },
@@ -38,5 +38,22 @@ export default async function pipelineBench(options: BenchOptions): Promise<void
       { name: 'cockatiel wrap(retry, timeout)', run: () => cockatielRetryTimeout.execute(work) },
     ],
     { ...options, baseline: 'bare await fn()' },
+  );
+
+  const ns = (name: string) => rows.find((row) => row.name === name)!.nsPerOp;
+  const overhead = (name: string) => ns(name) - ns('bare await fn()');
+  printTable(
+    'resil against cockatiel, same process (higher = resil cheaper)',
+    ['comparison', 'resil ns/op', 'cockatiel ns/op', 'cockatiel / resil', 'overhead ratio'],
+    [
+      ['retry', 'resil retry', 'cockatiel retry'],
+      ['timeout + retry', 'resil retry + timeout', 'cockatiel wrap(retry, timeout)'],
+    ].map(([label, resil, cockatiel]) => [
+      label!,
+      ns(resil!),
+      ns(cockatiel!),
+      `${(ns(cockatiel!) / ns(resil!)).toFixed(1)}x`,
+      `${(overhead(cockatiel!) / Math.max(overhead(resil!), 1)).toFixed(1)}x`,
+    ]),
   );
 }
