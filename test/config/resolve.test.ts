@@ -1,0 +1,158 @@
+import { hostname } from 'node:os';
+import { describe, expect, it } from 'vitest';
+import { formatRelative, formatSpan } from '../../src/cli/output.ts';
+import { configDefaults } from '../../src/config/defaults.ts';
+import { closestName } from '../../src/config/did-you-mean.ts';
+import { ConfigError, formatConfigProblem, isConfigError } from '../../src/config/errors.ts';
+import { resolveConfig } from '../../src/config/validate.ts';
+import { MemoryLockStore } from '../../src/strategies/lock/memory-store.ts';
+
+const file = '/project/resil.config.ts';
+const run = async () => {};
+
+async function problemsOf(raw: unknown): Promise<string[]> {
+  try {
+    await resolveConfig(raw, file);
+  } catch (error) {
+    expect(isConfigError(error)).toBe(true);
+    return (error as ConfigError).problems.map(formatConfigProblem);
+  }
+  throw new Error('expected a ConfigError');
+}
+
+describe('config defaults', () => {
+  it('pins every default', () => {
+    expect(configDefaults).toEqual({
+      shutdownGrace: 30_000,
+      ledgerRetention: 7 * 86_400_000,
+      startingDeadline: 60_000,
+      lockTtl: 30_000,
+      lockWait: 0,
+    });
+  });
+
+  it('applies them into the resolved config', async () => {
+    const config = await resolveConfig({ jobs: [{ name: 'a', schedule: '* * * * *', run }] }, file);
+    expect(config.store).toBeInstanceOf(MemoryLockStore);
+    expect(config).toMatchObject({
+      filepath: file,
+      instance: `${hostname()}:${process.pid}`,
+      shutdownGraceMs: 30_000,
+      ledgerRetentionMs: 604_800_000,
+    });
+    expect(config.jobs).toEqual([
+      {
+        name: 'a',
+        schedule: '* * * * *',
+        timezone: undefined,
+        run,
+        lock: { key: 'a', ttlMs: 30_000, waitMs: 0 },
+        timeoutMs: undefined,
+        retry: false,
+        enabled: true,
+        catchUpMs: undefined,
+        startingDeadlineMs: 60_000,
+      },
+    ]);
+  });
+
+  it('converts durations and inherits the config timezone', async () => {
+    const store = new MemoryLockStore();
+    const retry = { maxRetryAttempts: 2, delay: '1s' as const };
+    const config = await resolveConfig(
+      {
+        store,
+        timezone: 'Europe/Paris',
+        instance: 'worker-1',
+        shutdownGrace: '5s',
+        ledgerRetention: '1d',
+        jobs: [
+          {
+            name: 'a',
+            schedule: '0 2 * * *',
+            run,
+            lock: { key: 'k', ttl: '1m', wait: '2m' },
+            timeout: '10s',
+            retry,
+            catchUp: '6h',
+            startingDeadline: '30s',
+            enabled: false,
+          },
+          { name: 'b', schedule: '0 2 * * *', timezone: 'UTC', lock: false, run },
+        ],
+      },
+      file,
+    );
+    expect(config).toMatchObject({
+      store,
+      instance: 'worker-1',
+      shutdownGraceMs: 5_000,
+      ledgerRetentionMs: 86_400_000,
+    });
+    expect(config.jobs[0]).toMatchObject({
+      timezone: 'Europe/Paris',
+      lock: { key: 'k', ttlMs: 60_000, waitMs: 120_000 },
+      timeoutMs: 10_000,
+      retry,
+      catchUpMs: 21_600_000,
+      startingDeadlineMs: 30_000,
+      enabled: false,
+    });
+    expect(config.jobs[1]).toMatchObject({ timezone: 'UTC', lock: false });
+  });
+});
+
+describe('validation', () => {
+  it('reports each problem with file, job, option and value', async () => {
+    expect(
+      await problemsOf({
+        store: {},
+        instance: '',
+        jobs: [
+          { name: 'a', schedule: '* * * * *', run, lock: { ttl: 0 }, enabled: 'yes' },
+          { name: 'b', schedule: 5, run: 'nope' },
+          'not-a-module-path-but-a-string.js',
+        ],
+      }),
+    ).toEqual([
+      `${file}: option "store": expected a LockStore (acquire, renew and release methods), such as new RedisLockStore(client), got {}`,
+      `${file}: option "instance": expected a non-empty string, got ""`,
+      expect.stringMatching(
+        /^\/project\/resil.config.ts: job "jobs\[2\]": cannot load job module "not-a-module-path-but-a-string.js": /,
+      ),
+      `${file}: job "a": option "lock.ttl": expected a duration greater than 0, got 0`,
+      `${file}: job "a": option "enabled": expected true or false, got "yes"`,
+      `${file}: job "b": option "run": expected a function, got "nope"`,
+      `${file}: job "b": option "schedule": expected a cron expression string, got 5`,
+    ]);
+  });
+
+  it('ConfigError carries the first problem and every problem', () => {
+    const error = new ConfigError([
+      { file, job: 'a', option: 'timeout', value: 'x', message: 'bad' },
+      { file, message: 'worse' },
+    ]);
+    expect(error).toMatchObject({ code: 'CONFIG_INVALID', file, job: 'a', option: 'timeout', value: 'x' });
+    expect(error.message).toBe(`${file}: job "a": option "timeout": bad\n${file}: worse`);
+  });
+
+  it('suggests the closest known name only for a likely typo', () => {
+    const known = ['timeout', 'timezone', 'schedule', 'startingDeadline'];
+    expect(closestName('timout', known)).toBe('timeout');
+    expect(closestName('timeZone', known)).toBe('timezone');
+    expect(closestName('startingdeadline', known)).toBe('startingDeadline');
+    expect(closestName('color', known)).toBeUndefined();
+  });
+});
+
+describe('human time formatting', () => {
+  it('keeps the two largest units', () => {
+    expect(formatSpan(0)).toBe('0s');
+    expect(formatSpan(45_900)).toBe('45s');
+    expect(formatSpan(3 * 3_600_000 + 2 * 60_000 + 5_000)).toBe('3h 2m');
+    expect(formatSpan(3 * 3_600_000 + 5_000)).toBe('3h');
+    expect(formatSpan(2 * 86_400_000 + 4 * 3_600_000)).toBe('2d 4h');
+    expect(formatRelative(new Date(10_000), 0)).toBe('in 10s');
+    expect(formatRelative(new Date(0), 300_000)).toBe('5m ago');
+  });
+});
