@@ -9,16 +9,20 @@ export interface ConnectionStatus {
 }
 
 /** One command in flight (or waiting for the connection), in deadline order. */
-interface PendingCommand {
-  readonly deadline: number;
-  settled: boolean;
-  sent: boolean;
-  next: PendingCommand | undefined;
-  readonly operation: string;
-  readonly key: string;
-  readonly fail: (error: StoreUnavailableError) => void;
-  /** Runs when the reply to a sent command may still arrive after the deadline. */
-  readonly onLateReply: (() => void) | undefined;
+class PendingCommand {
+  settled = false;
+  sent = false;
+  next: PendingCommand | undefined = undefined;
+  /** `any`: one list holds commands of every reply type. */
+  resolve!: (value: any) => void;
+  reject!: (error: StoreUnavailableError) => void;
+  constructor(
+    readonly deadline: number,
+    readonly operation: string,
+    readonly key: string,
+    /** Runs when the reply to a sent command may still arrive after the deadline. */
+    readonly onLateReply: (() => void) | undefined,
+  ) {}
 }
 
 const monotonic = () => performance.now();
@@ -53,43 +57,41 @@ export class BoundedCommands {
   run<T>(operation: string, key: string, send: () => Promise<T>, onLateReply?: () => void): Promise<T> {
     const status = this.#client.status;
     if (status === 'end') return Promise.reject(closedError(operation, key));
-    return new Promise<T>((resolve, reject) => {
-      const pending: PendingCommand = {
-        deadline: monotonic() + this.#timeoutMs,
-        settled: false,
-        sent: false,
-        next: undefined,
-        operation,
-        key,
-        fail: reject,
-        onLateReply,
-      };
-      this.#track(pending);
-      const dispatch = () => {
-        if (pending.settled) return;
-        pending.sent = true;
-        let reply: Promise<T>;
-        try {
-          reply = send();
-        } catch (error) {
-          reply = Promise.reject(error);
-        }
-        reply.then(
-          (value) => {
-            if (this.#settle(pending)) resolve(value);
-          },
-          (error: unknown) => {
-            if (this.#settle(pending)) reject(commandError(operation, key, error));
-          },
-        );
-      };
-      if (status === 'ready') dispatch();
-      else {
-        this.#whenReady().then(dispatch, () => {
-          if (this.#settle(pending)) reject(closedError(operation, key));
-        });
-      }
+    const pending = new PendingCommand(monotonic() + this.#timeoutMs, operation, key, onLateReply);
+    const promise = new Promise<T>((resolve, reject) => {
+      pending.resolve = resolve;
+      pending.reject = reject;
     });
+    this.#track(pending);
+    if (status === 'ready') this.#dispatch(pending, send);
+    else {
+      this.#whenReady().then(
+        () => this.#dispatch(pending, send),
+        () => {
+          if (this.#settle(pending)) pending.reject(closedError(operation, key));
+        },
+      );
+    }
+    return promise;
+  }
+
+  #dispatch<T>(pending: PendingCommand, send: () => Promise<T>): void {
+    if (pending.settled) return;
+    pending.sent = true;
+    let reply: Promise<T>;
+    try {
+      reply = send();
+    } catch (error) {
+      reply = Promise.reject(error);
+    }
+    reply.then(
+      (value) => {
+        if (this.#settle(pending)) pending.resolve(value);
+      },
+      (error: unknown) => {
+        if (this.#settle(pending)) pending.reject(commandError(pending.operation, pending.key, error));
+      },
+    );
   }
 
   /** Marks `pending` settled; false when the watchdog got there first. */
@@ -124,7 +126,7 @@ export class BoundedCommands {
     while (pending !== undefined && (pending.settled || pending.deadline <= now)) {
       if (!pending.settled) {
         pending.settled = true;
-        pending.fail(
+        pending.reject(
           pending.sent
             ? new StoreUnavailableError(
                 `Redis did not answer ${describe(pending.operation, pending.key)} within ${this.#timeoutMs} ms.`,

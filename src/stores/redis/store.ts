@@ -94,58 +94,79 @@ export class RedisLockStore implements LockStore, RunLedger {
     this.#bounded = new BoundedCommands(this.#commands, commandTimeout);
   }
 
-  async acquire(key: string, owner: string, ttlMs: number): Promise<number | undefined> {
-    const lease = this.#keys.lease(checkKey(key));
+  // acquire, renew and release are the hot path: no async wrapper, no named closures.
+  acquire(key: string, owner: string, ttlMs: number): Promise<number | undefined> {
+    let lease: string;
+    let ttl: number;
+    try {
+      lease = this.#keys.lease(checkKey(key));
+      ttl = checkTtl(ttlMs);
+    } catch (error) {
+      return Promise.reject(error);
+    }
     const token = this.#keys.token(key);
-    const ttl = checkTtl(ttlMs);
     const commands = this.#commands;
-    // A reply we gave up on may still mean the lease was taken; releasing it (queued behind the
-    // acquire on the same connection) keeps a late execution from holding the key for a ttl.
-    const undo = () => {
-      commands.resilLockRelease(lease, owner).catch(() => {});
-    };
-    if (this.#waitForReplicas === 0) {
-      const issued = await this.#bounded.run(
+    if (this.#waitForReplicas > 0) return this.#acquireReplicated(key, lease, token, owner, ttl);
+    return this.#bounded
+      .run(
         'acquire',
         key,
         () => commands.resilLockAcquire(lease, token, owner, ttl),
-        undo,
-      );
-      return issued === null ? undefined : issued;
-    }
+        // A reply we gave up on may still mean the lease was taken; releasing it (queued behind
+        // the acquire on the same connection) keeps a late execution from holding the key a ttl.
+        () => this.#undoAcquire(lease, owner),
+      )
+      .then(tokenOrUndefined);
+  }
+
+  async #acquireReplicated(key: string, lease: string, token: string, owner: string, ttl: number) {
     const replies = await this.#bounded.run(
       'acquire',
       key,
       () => this.#withWait(this.#pipeline().resilLockAcquire(lease, token, owner, ttl)),
-      undo,
+      () => this.#undoAcquire(lease, owner),
     );
     const issued = replies?.[0]?.[1];
     try {
       this.#checkReplicated('acquire', key, replies);
     } catch (error) {
-      if (typeof issued === 'number') undo();
+      if (typeof issued === 'number') this.#undoAcquire(lease, owner);
       throw error;
     }
     return typeof issued === 'number' ? issued : undefined;
   }
 
-  async renew(key: string, owner: string, ttlMs: number): Promise<boolean> {
-    const lease = this.#keys.lease(checkKey(key));
-    const ttl = checkTtl(ttlMs);
-    const commands = this.#commands;
-    if (this.#waitForReplicas === 0) {
-      return (await this.#bounded.run('renew', key, () => commands.resilLockRenew(lease, owner, ttl))) === 1;
-    }
-    const replies = await this.#bounded.run('renew', key, () =>
-      this.#withWait(this.#pipeline().resilLockRenew(lease, owner, ttl)),
-    );
-    return this.#checkReplicated('renew', key, replies) === 1;
+  #undoAcquire(lease: string, owner: string): void {
+    this.#commands.resilLockRelease(lease, owner).catch(ignore);
   }
 
-  async release(key: string, owner: string): Promise<void> {
-    const lease = this.#keys.lease(checkKey(key));
+  renew(key: string, owner: string, ttlMs: number): Promise<boolean> {
+    let lease: string;
+    let ttl: number;
+    try {
+      lease = this.#keys.lease(checkKey(key));
+      ttl = checkTtl(ttlMs);
+    } catch (error) {
+      return Promise.reject(error);
+    }
     const commands = this.#commands;
-    await this.#bounded.run('release', key, () => commands.resilLockRelease(lease, owner));
+    if (this.#waitForReplicas > 0) {
+      return this.#bounded
+        .run('renew', key, () => this.#withWait(this.#pipeline().resilLockRenew(lease, owner, ttl)))
+        .then((replies) => this.#checkReplicated('renew', key, replies) === 1);
+    }
+    return this.#bounded.run('renew', key, () => commands.resilLockRenew(lease, owner, ttl)).then(isOne);
+  }
+
+  release(key: string, owner: string): Promise<void> {
+    let lease: string;
+    try {
+      lease = this.#keys.lease(checkKey(key));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const commands = this.#commands;
+    return this.#bounded.run('release', key, () => commands.resilLockRelease(lease, owner)).then(ignore);
   }
 
   async inspect(key: string): Promise<LeaseInfo | undefined> {
@@ -330,6 +351,16 @@ export class RedisLockStore implements LockStore, RunLedger {
 }
 
 const maxDate = 8.64e15;
+
+function tokenOrUndefined(issued: number | null): number | undefined {
+  return issued === null ? undefined : issued;
+}
+
+function isOne(reply: unknown): boolean {
+  return reply === 1;
+}
+
+function ignore(): void {}
 
 function serverMs(seconds: string, microseconds: string): number {
   return Number(seconds) * 1000 + Math.floor(Number(microseconds) / 1000);

@@ -1,0 +1,233 @@
+/**
+ * RedisLockStore against the floor (a raw SET NX PX + compare-and-delete script) and the two
+ * usual Node Redis locks, redlock (v5, one instance) and redis-semaphore (Mutex), on the same
+ * Redis in the same process: sequential acquire + release, 16 keys in parallel, 8 contenders on
+ * one key, and the commands each sends per acquire, renew and release (counted with MONITOR).
+ *
+ * Uses REDIS_URL when set, else starts a private redis-server. `npm run bench -- redis`.
+ */
+import { Redis } from 'ioredis';
+import { Mutex } from 'redis-semaphore';
+// @ts-expect-error redlock 5 beta's package.json "exports" has no "types" entry, so NodeNext cannot see its .d.ts.
+import RedlockModule from 'redlock';
+import { ResiliencePipelineBuilder } from '../../src/index.ts';
+import { RedisLockStore } from '../../src/stores/redis/index.ts';
+import { startRedisServer } from '../support/redis.ts';
+import { type BenchCase, type BenchOptions, compare, printTable } from './harness.ts';
+
+/** The part of redlock's API the bench uses (its own types are unreachable, see the import). */
+interface Lock {
+  extend(duration: number): Promise<Lock>;
+  release(): Promise<unknown>;
+}
+const Redlock = RedlockModule as new (
+  clients: Redis[],
+  settings: { retryCount: number; automaticExtensionThreshold: number },
+) => { acquire(resources: string[], duration: number): Promise<Lock> };
+
+const ttl = 30_000;
+const owner = 'bench-owner';
+
+const rawScripts = {
+  rawRelease: {
+    numberOfKeys: 1,
+    lua: "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0",
+  },
+  rawRenew: {
+    numberOfKeys: 1,
+    lua: "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0",
+  },
+};
+
+interface RawCommands {
+  rawRelease(key: string, owner: string): Promise<number>;
+  rawRenew(key: string, owner: string, ttl: number): Promise<number>;
+}
+
+/** One lock implementation, as the bench drives it. */
+interface Contender {
+  name: string;
+  client: Redis;
+  /** Takes the lock on `key` if free; returns a handle to release it, or undefined. */
+  tryAcquire(key: string, id: string): Promise<unknown>;
+  renew(key: string, id: string, handle: unknown): Promise<unknown>;
+  release(key: string, id: string, handle: unknown): Promise<unknown>;
+}
+
+export default async function redisBench(options: BenchOptions): Promise<void> {
+  const server = process.env.REDIS_URL ? undefined : await startRedisServer();
+  const url = process.env.REDIS_URL ?? server!.url;
+  const clients: Redis[] = [];
+  const connect = () => {
+    const client = new Redis(url);
+    clients.push(client);
+    return client;
+  };
+  const run = `${process.pid}`;
+
+  try {
+    const rawClient = connect() as Redis & RawCommands;
+    for (const [name, definition] of Object.entries(rawScripts)) rawClient.defineCommand(name, definition);
+    const raw: Contender = {
+      name: 'raw SET NX PX + compare-and-delete (floor)',
+      client: rawClient,
+      tryAcquire: async (key, id) =>
+        (await rawClient.set(key, id, 'PX', ttl, 'NX')) === 'OK' ? true : undefined,
+      renew: (key, id) => rawClient.rawRenew(key, id, ttl),
+      release: (key, id) => rawClient.rawRelease(key, id),
+    };
+
+    const resilClient = connect();
+    const store = new RedisLockStore(resilClient, { prefix: `bench:${run}:` });
+    const resil: Contender = {
+      name: 'resil RedisLockStore',
+      client: resilClient,
+      tryAcquire: (key, id) => store.acquire(key, id, ttl),
+      renew: (key, id) => store.renew(key, id, ttl),
+      release: (key, id) => store.release(key, id),
+    };
+
+    const redlockClient = connect();
+    const redlock = new Redlock([redlockClient], { retryCount: 0, automaticExtensionThreshold: 500 });
+    const redlockContender: Contender = {
+      name: 'redlock 5 (one instance)',
+      client: redlockClient,
+      tryAcquire: (key) => redlock.acquire([key], ttl).catch(() => undefined),
+      renew: (_key, _id, handle) => (handle as Lock).extend(ttl),
+      release: (_key, _id, handle) => (handle as Lock).release(),
+    };
+
+    const semaphoreClient = connect();
+    const mutexOptions = { lockTimeout: ttl, acquireAttemptsLimit: 1, refreshInterval: 0 };
+    const semaphore: Contender = {
+      name: 'redis-semaphore Mutex',
+      client: semaphoreClient,
+      tryAcquire: async (key) => {
+        const mutex = new Mutex(semaphoreClient, key, mutexOptions);
+        return (await mutex.tryAcquire()) ? mutex : undefined;
+      },
+      // `_refresh` is what its refresh interval calls; the bench turns the interval off.
+      renew: (_key, _id, handle) => (handle as unknown as { _refresh(): Promise<boolean> })._refresh(),
+      release: (_key, _id, handle) => (handle as Mutex).release(),
+    };
+
+    const contenders = [raw, resil, redlockContender, semaphore];
+    const keyOf = (contender: Contender, suffix: string) =>
+      `bench:${run}:${contenders.indexOf(contender)}:${suffix}`;
+
+    const acquireRelease = async (contender: Contender, key: string, id: string) => {
+      const handle = await contender.tryAcquire(key, id);
+      if (handle === undefined) return false;
+      await contender.release(key, id, handle);
+      return true;
+    };
+
+    const sequential: BenchCase[] = contenders.map((contender) => {
+      const key = keyOf(contender, 'sequential');
+      return {
+        name: contender.name,
+        run: async () => {
+          if (!(await acquireRelease(contender, key, owner)))
+            throw new Error(`${contender.name}: key was held`);
+        },
+      };
+    });
+    const pipeline = new ResiliencePipelineBuilder().addLock({ key: () => 'pipeline', ttl, store }).build();
+    sequential.push({
+      name: 'resil lock pipeline: execute(() => {})',
+      run: () => pipeline.execute(() => {}),
+    });
+    await compare('Redis lock: acquire + release, sequential', sequential, {
+      ...options,
+      baseline: raw.name,
+    });
+
+    const parallelKeys = 16;
+    await compare(
+      `Redis lock: ${parallelKeys} keys in parallel (one op = ${parallelKeys} x acquire + release)`,
+      contenders.map((contender) => {
+        const keys = Array.from({ length: parallelKeys }, (_, index) =>
+          keyOf(contender, `parallel-${index}`),
+        );
+        return {
+          name: contender.name,
+          run: () => Promise.all(keys.map((key) => acquireRelease(contender, key, owner))),
+        };
+      }),
+      { ...options, baseline: raw.name },
+    );
+
+    const contending = 8;
+    await compare(
+      `Redis lock: ${contending} contenders on one key (one op = each tries once, the winner releases)`,
+      contenders.map((contender) => {
+        const key = keyOf(contender, 'contended');
+        const ids = Array.from({ length: contending }, (_, index) => `${owner}-${index}`);
+        return {
+          name: contender.name,
+          run: () => Promise.all(ids.map((id) => acquireRelease(contender, key, id))),
+        };
+      }),
+      { ...options, baseline: raw.name },
+    );
+
+    const counts = [];
+    for (const contender of contenders)
+      counts.push(await countCommands(connect(), contender, keyOf(contender, 'count')));
+    printTable(
+      'Redis commands sent per operation (MONITOR, after warm-up; scripts count once)',
+      ['implementation', 'acquire', 'renew', 'release'],
+      counts.map((count, index) => [contenders[index]!.name, count.acquire, count.renew, count.release]),
+    );
+
+    const stray = await clients[0]!.keys(`bench:${run}:*`);
+    if (stray.length > 0) await clients[0]!.del(...stray);
+  } finally {
+    for (const client of clients) client.disconnect();
+    await server?.stop();
+  }
+}
+
+/** Commands `contender`'s connection sends per acquire, renew and release, averaged over 20 of each. */
+async function countCommands(
+  monitorClient: Redis,
+  contender: Contender,
+  key: string,
+): Promise<{ acquire: number; renew: number; release: number }> {
+  const rounds = 20;
+  const keys = Array.from({ length: rounds }, (_, index) => `${key}-${index}`);
+  // Warm-up: load scripts, so a first-use EVAL or NOSCRIPT retry is not counted.
+  const warm = await contender.tryAcquire(key, owner);
+  await contender.renew(key, owner, warm);
+  await contender.release(key, owner, warm);
+
+  const localPort = (contender.client as unknown as { stream: { localPort: number } }).stream.localPort;
+  const monitor = await monitorClient.monitor();
+  const phases = ['acquire', 'renew', 'release'] as const;
+  const sent = { acquire: 0, renew: 0, release: 0 };
+  // MONITOR shows a connection's commands in order, but on another connection: a marker command
+  // after each phase tells the listener where one phase ends.
+  let seen = 0;
+  const markers = phases.map(() => {
+    let resolve: () => void = () => {};
+    const promise = new Promise<void>((settle) => {
+      resolve = settle;
+    });
+    return { promise, resolve };
+  });
+  monitor.on('monitor', (_time: string, args: string[], source: string) => {
+    if (source === 'lua' || !source.endsWith(`:${localPort}`) || seen >= phases.length) return;
+    if (args[0] === 'echo' && args[1] === 'bench-marker') markers[seen++]!.resolve();
+    else sent[phases[seen]!]++;
+  });
+  const handles = [];
+  for (const each of keys) handles.push(await contender.tryAcquire(each, owner));
+  await contender.client.echo('bench-marker');
+  for (const [index, each] of keys.entries()) await contender.renew(each, owner, handles[index]);
+  await contender.client.echo('bench-marker');
+  for (const [index, each] of keys.entries()) await contender.release(each, owner, handles[index]);
+  await contender.client.echo('bench-marker');
+  await Promise.all(markers.map((marker) => marker.promise));
+  monitor.disconnect();
+  return { acquire: sent.acquire / rounds, renew: sent.renew / rounds, release: sent.release / rounds };
+}
