@@ -1,7 +1,12 @@
 export { defineConfig, defineJob } from './config/define.ts';
 export type { JobContext, JobDefinition, JobLockOptions, JobLogger, ResilConfig } from './config/types.ts';
 export { currentContext } from './pipeline/ambient.ts';
-export { DerivedSignal, ResilienceContext, type SignalSource } from './pipeline/context.ts';
+export {
+  DerivedSignal,
+  ResilienceContext,
+  type ResilienceContextOptions,
+  type SignalSource,
+} from './pipeline/context.ts';
 export { type Duration, type DurationUnit, formatDuration, parseDuration } from './pipeline/duration.ts';
 export {
   InvalidOptionError,
