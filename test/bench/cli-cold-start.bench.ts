@@ -1,0 +1,64 @@
+/**
+ * Cold start of the `resil` binary against a bare `node -e 0`: each command is a fresh process,
+ * measured round by round (interleaved, so load on the machine hits every command alike), median
+ * wall time per command and its ratio to node. Run after `npm run build`:
+ * `npm run bench -- cli-cold-start`. With hyperfine installed the same comparison is
+ * `hyperfine -N -w 3 'node -e 0' 'node bin/resil.js jobs list'` from the repository root.
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { BenchOptions } from './harness.ts';
+
+const repoRoot = resolve(fileURLToPath(new URL('../..', import.meta.url)));
+const binary = join(repoRoot, 'bin/resil.js');
+
+interface Case {
+  name: string;
+  args: string[];
+}
+
+const cases: Case[] = [
+  { name: 'node -e 0', args: ['-e', '0'] },
+  { name: 'resil --version', args: [binary, '--version'] },
+  { name: 'resil jobs list (resil.config.ts)', args: [binary, 'jobs', 'list'] },
+];
+
+function timeOnce(args: readonly string[]): number {
+  const started = process.hrtime.bigint();
+  const result = spawnSync(process.execPath, args, {
+    cwd: repoRoot,
+    env: { ...process.env, REDIS_URL: '' },
+    stdio: 'ignore',
+    timeout: 30_000,
+  });
+  if (result.status !== 0) throw new Error(`${args.join(' ')} exited ${result.status}`);
+  return Number(process.hrtime.bigint() - started) / 1e6;
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
+}
+
+export default async function coldStart(options: BenchOptions): Promise<void> {
+  if (!existsSync(join(repoRoot, 'dist/cli/main.js'))) {
+    throw new Error('dist/ is missing: run `npm run build` before this bench.');
+  }
+  const rounds = options.smoke ? 2 : 15;
+  for (const { args } of cases) timeOnce(args); // warm the file cache and tsx's transform cache
+  const samples = new Map(cases.map((c) => [c.name, [] as number[]]));
+  for (let round = 0; round < rounds; round++) {
+    for (const { name, args } of cases) samples.get(name)!.push(timeOnce(args));
+  }
+  const baseline = median(samples.get(cases[0]!.name)!);
+  console.log('\n## CLI cold start\n');
+  console.log('| command | median ms | x node -e 0 |');
+  console.log('|---|---:|---:|');
+  for (const { name } of cases) {
+    const ms = median(samples.get(name)!);
+    console.log(`| ${name} | ${ms.toFixed(0)} | ${(ms / baseline).toFixed(2)} |`);
+  }
+}
