@@ -19,7 +19,12 @@ const highestTokens = new Map<string, number>();
  * With Redis the check and the write are one script on the server (`RedisLockStore#fencedSet`);
  * in memory the check guards a file write.
  */
-export async function writeFenced(resource: string, token: number, name: string, value: string): Promise<string> {
+export async function writeFenced(
+  resource: string,
+  token: number,
+  name: string,
+  value: string,
+): Promise<string> {
   if (store instanceof RedisLockStore) {
     await store.fencedSet(resource, token, name, value);
     return `redis ${store.prefix}{${resource}}:value:${name}`;

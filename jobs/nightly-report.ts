@@ -26,7 +26,12 @@ export default defineJob({
     };
     // Commit only while we still hold the lease; the fence catches what this check cannot (a pause).
     ctx.signal.throwIfAborted();
-    const where = await writeFenced('nightly-report', ctx.token!, 'latest.json', JSON.stringify(report, null, 2));
+    const where = await writeFenced(
+      'nightly-report',
+      ctx.token!,
+      'latest.json',
+      JSON.stringify(report, null, 2),
+    );
     ctx.logger.info({ token: ctx.token, where }, 'report written');
   },
 });

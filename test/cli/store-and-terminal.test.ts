@@ -158,7 +158,12 @@ describe('terminal output', () => {
   const onTerminal = (env: NodeJS.ProcessEnv = {}) =>
     new Promise<{ code: number | null; stdout: string }>((resolve) => {
       const command = `${process.execPath} ${binary} jobs list`;
-      const childEnv: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: undefined, FORCE_COLOR: undefined, ...env };
+      const childEnv: NodeJS.ProcessEnv = {
+        ...process.env,
+        NO_COLOR: undefined,
+        FORCE_COLOR: undefined,
+        ...env,
+      };
       for (const key of Object.keys(childEnv)) if (childEnv[key] === undefined) delete childEnv[key];
       execFile(
         'script',
