@@ -99,42 +99,61 @@ class CircuitBreakerStrategy implements ResilienceStrategy {
     manualControl?.[attach](this.#controller);
   }
 
-  async execute<T>(
+  execute<T>(callback: Callback<T>, context: ResilienceContext, next: Next): Promise<Outcome<T, unknown>> {
+    const admission = this.#controller.admit(context);
+    // Closed: a plain then() instead of an async function saves a turn of the microtask queue
+    // on the path every call takes.
+    if (admission === false)
+      return next(callback, context).then((outcome) => this.#completed(outcome, context, false));
+    if (admission === true) return this.#probe(callback, context, next);
+    return Promise.resolve(Outcome.failure(admission));
+  }
+
+  async #probe<T>(
     callback: Callback<T>,
     context: ResilienceContext,
     next: Next,
   ): Promise<Outcome<T, unknown>> {
-    const controller = this.#controller;
-    const admission = controller.admit(context);
-    if (admission !== false) {
-      if (admission !== true) return Outcome.failure(admission);
-      const halfOpened = controller.takeEvent();
-      if (halfOpened) {
-        try {
-          await halfOpened;
-        } catch (error) {
-          controller.releaseProbe();
-          return Outcome.failure(error);
-        }
+    const halfOpened = this.#controller.takeEvent();
+    if (halfOpened) {
+      try {
+        await halfOpened;
+      } catch (error) {
+        this.#controller.releaseProbe();
+        return Outcome.failure(error);
       }
     }
+    return this.#completed(await next(callback, context), context, true);
+  }
 
-    const outcome = await next(callback, context);
-    let handled: boolean;
+  #completed<T>(
+    outcome: Outcome<T, unknown>,
+    context: ResilienceContext,
+    isProbe: boolean,
+  ): Outcome<T, unknown> | Promise<Outcome<T, unknown>> {
     if (this.#shouldHandle === undefined) {
-      handled = !outcome.ok && !isCallerAbort(outcome, context);
-    } else {
-      const args: CircuitBreakerPredicateArguments = { outcome, context };
-      handled = await this.#shouldHandle(args);
+      return this.#record(outcome, !outcome.ok && !isCallerAbort(outcome, context), context, isProbe);
     }
+    const args: CircuitBreakerPredicateArguments = { outcome, context };
+    return Promise.resolve(this.#shouldHandle(args)).then((handled) =>
+      this.#record(outcome, handled, context, isProbe),
+    );
+  }
+
+  #record<T>(
+    outcome: Outcome<T, unknown>,
+    handled: boolean,
+    context: ResilienceContext,
+    isProbe: boolean,
+  ): Outcome<T, unknown> | Promise<Outcome<T, unknown>> {
+    const controller = this.#controller;
     // An aborted probe says nothing about the dependency's health.
     if (!handled && controller.state === 'half-open' && isCallerAbort(outcome, context)) {
-      if (admission === true) controller.releaseProbe();
+      if (isProbe) controller.releaseProbe();
       return outcome;
     }
     const transition = controller.record(outcome, handled, context);
-    if (transition) await transition;
-    return outcome;
+    return transition ? transition.then(() => outcome) : outcome;
   }
 }
 
