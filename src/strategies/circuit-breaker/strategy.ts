@@ -103,8 +103,9 @@ class CircuitBreakerStrategy implements ResilienceStrategy {
     const admission = this.#controller.admit(context);
     // Closed: a plain then() instead of an async function saves a turn of the microtask queue
     // on the path every call takes.
-    if (admission === false)
+    if (admission === false) {
       return next(callback, context).then((outcome) => this.#completed(outcome, context, false));
+    }
     if (admission === true) return this.#probe(callback, context, next);
     return Promise.resolve(Outcome.failure(admission));
   }
