@@ -18,7 +18,9 @@ export default class SummaryReporter implements Reporter {
         else if (result.state === 'skipped') {
           skipped++;
           const note = result.note;
-          skips.push(`  ${module.moduleId.replace(`${process.cwd()}/`, '')} > ${test.fullName}${note ? `: ${note}` : ''}`);
+          skips.push(
+            `  ${module.moduleId.replace(`${process.cwd()}/`, '')} > ${test.fullName}${note ? `: ${note}` : ''}`,
+          );
         }
       }
       if (module.state() === 'failed' && module.children.size === 0) failed++;
