@@ -207,9 +207,9 @@ describe.skipIf(privateRedisUnavailableReason())('RedisLockStore under faults', 
   });
 });
 
-describe.concurrent.skipIf(privateRedisUnavailableReason())(
-  'RedisLockStore with processes that crash or freeze',
-  () => {
+describe
+  .skipIf(privateRedisUnavailableReason())
+  .concurrent('RedisLockStore with processes that crash or freeze', () => {
     let server: RedisServer;
     let admin: Redis;
     beforeAll(async () => {
@@ -304,5 +304,4 @@ describe.concurrent.skipIf(privateRedisUnavailableReason())(
       expect(output).toContain('[ioredis] Unhandled error event'); // ioredis reports it, does not throw
       expect(output).not.toContain(password);
     });
-  },
-);
+  });
