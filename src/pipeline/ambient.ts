@@ -1,10 +1,5 @@
 import type { ResilienceContext } from './context.ts';
 
-interface ContextStorage {
-  run<R>(context: ResilienceContext, callback: (context: ResilienceContext) => R): R;
-  current(): ResilienceContext | undefined;
-}
-
 interface AsyncLocalStorageLike<T> {
   run<R>(store: T, callback: (store: T) => R, ...args: [T]): R;
   getStore(): T | undefined;
@@ -15,26 +10,26 @@ type BuiltinLoader = (
 ) => { AsyncLocalStorage?: new <T>() => AsyncLocalStorageLike<T> } | undefined;
 
 // process.getBuiltinModule (Node >= 20.16, Deno, Bun) loads AsyncLocalStorage without a static
-// import of a Node module, so bundlers targeting browsers see nothing to resolve.
-const getBuiltinModule = (globalThis as { process?: { getBuiltinModule?: BuiltinLoader } }).process
-  ?.getBuiltinModule;
-const AsyncLocalStorage = getBuiltinModule?.('node:async_hooks')?.AsyncLocalStorage;
-
-function asyncLocalStorage(): ContextStorage | undefined {
-  if (!AsyncLocalStorage) return undefined;
-  const storage = new AsyncLocalStorage<ResilienceContext>();
-  return {
-    run: (context, callback) => storage.run(context, callback, context),
-    current: () => storage.getStore(),
-  };
-}
+// import of a Node module, so bundlers targeting browsers see nothing to resolve. Marked pure so
+// that a bundle which never runs a pipeline drops the lookup.
+const storage = /* @__PURE__ */ (() => {
+  const AsyncLocalStorage = (
+    globalThis as { process?: { getBuiltinModule?: BuiltinLoader } }
+  ).process?.getBuiltinModule?.('node:async_hooks')?.AsyncLocalStorage;
+  return AsyncLocalStorage && new AsyncLocalStorage<ResilienceContext>();
+})();
 
 // Without AsyncLocalStorage the ambient context is visible in the synchronous part of the
 // callback only: after its first `await`, pass the context explicitly.
-function synchronousStack(): ContextStorage {
-  let current: ResilienceContext | undefined;
-  return {
-    run(context, callback) {
+let current: ResilienceContext | undefined;
+
+/** Runs `callback` with `context` as the ambient context. */
+export const runWithContext: <R>(
+  context: ResilienceContext,
+  callback: (context: ResilienceContext) => R,
+) => R = storage
+  ? (context, callback) => storage.run(context, callback, context)
+  : (context, callback) => {
       const previous = current;
       current = context;
       try {
@@ -42,17 +37,9 @@ function synchronousStack(): ContextStorage {
       } finally {
         current = previous;
       }
-    },
-    current: () => current,
-  };
-}
-
-const storage: ContextStorage = asyncLocalStorage() ?? synchronousStack();
-
-/** Runs `callback` with `context` as the ambient context. */
-export const runWithContext = storage.run;
+    };
 
 /** The context of the innermost pipeline execution the caller runs in, or `undefined`. */
-export function currentContext(): ResilienceContext | undefined {
-  return storage.current();
-}
+export const currentContext: () => ResilienceContext | undefined = storage
+  ? () => storage.getStore()
+  : () => current;

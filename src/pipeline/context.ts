@@ -28,18 +28,16 @@ export interface ResilienceContextOptions {
  */
 export class ResilienceContext {
   /** Optional key the caller gave this execution (for logs, lock keys, ...). */
-  readonly operationKey: string | undefined;
-  #signal: AbortSignal | undefined;
-  readonly #signalSource: SignalSource | undefined;
+  declare readonly operationKey: string | undefined;
+  // The signal, or until first read the source that makes it.
+  #signal: AbortSignal | SignalSource;
   #properties: ResilienceProperties | undefined;
   // Most executions never touch properties: the bag is made on first read, inheriting from here.
   readonly #inheritFrom: ResilienceContext | undefined;
 
   /** @param inheritFrom internal: the context whose properties this one's fall back to. */
   constructor(options: ResilienceContextOptions = {}, inheritFrom?: ResilienceContext) {
-    const signal = options.signal ?? neverAbortedSignal;
-    if (isAbortSignal(signal)) this.#signal = signal;
-    else this.#signalSource = signal;
+    this.#signal = options.signal ?? neverAbortedSignal;
     this.operationKey = options.operationKey;
     this.#properties = options.properties;
     this.#inheritFrom = inheritFrom;
@@ -47,7 +45,8 @@ export class ResilienceContext {
 
   /** Aborted when the caller aborts, or a strategy (timeout, lost lock) cancels the callback. */
   get signal(): AbortSignal {
-    this.#signal ??= this.#signalSource!.signal;
+    // A SignalSource has `signal`; an AbortSignal has none.
+    if ('signal' in this.#signal) this.#signal = this.#signal.signal;
     return this.#signal;
   }
 
@@ -64,10 +63,6 @@ export class ResilienceContext {
   derive(signal: AbortSignal | SignalSource): ResilienceContext {
     return new ResilienceContext({ signal, operationKey: this.operationKey }, this);
   }
-}
-
-function isAbortSignal(value: AbortSignal | SignalSource): value is AbortSignal {
-  return typeof (value as AbortSignal).addEventListener === 'function';
 }
 
 /**

@@ -1,4 +1,4 @@
-import { InvalidOptionError } from './errors.ts';
+import { checkOption, InvalidOptionError } from './errors.ts';
 
 export type DurationUnit = 'ms' | 's' | 'm' | 'h' | 'd';
 
@@ -6,28 +6,33 @@ export type DurationUnit = 'ms' | 's' | 'm' | 'h' | 'd';
 export type Duration = number | `${number}${DurationUnit}`;
 
 const unitMs: Record<DurationUnit, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
-const durationPattern = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$/;
-const expectedDuration = "a duration: milliseconds (>= 0) or a string such as '250ms', '30s', '5m', '1h'";
+
+/**
+ * Milliseconds of a {@link Duration}, or `NaN` when `value` is not a finite, non-negative
+ * duration. Never throws: for values that fall back to a default when invalid.
+ */
+export function durationMs(value: unknown): number {
+  const match = typeof value === 'string' && /^\s*(\d+(?:\.\d+)?)\s*(ms|[smhd])\s*$/.exec(value);
+  if (match) return Number(match[1]) * unitMs[match[2] as DurationUnit];
+  return typeof value === 'number' && value >= 0 && value < Infinity ? value : NaN;
+}
 
 /**
  * Converts a {@link Duration} to milliseconds. Throws `InvalidOptionError` naming `option`
- * and the value when it is not a finite, non-negative duration.
+ * and the value when it is not a finite, non-negative duration, or not within `min` to `max`.
+ *
+ * @example
+ * parseDuration('30s', 'timeout.timeout'); // 30_000
+ * parseDuration(options.delay, 'retry.delay', 0, 86_400_000);
  */
-export function parseDuration(value: unknown, option: string): number {
-  if (typeof value === 'number') {
-    if (Number.isFinite(value) && value >= 0) return value;
-    throw new InvalidOptionError(option, value, expectedDuration);
-  }
-  if (typeof value === 'string') {
-    const match = durationPattern.exec(value);
-    if (match) return Number(match[1]) * unitMs[match[2] as DurationUnit];
-  }
-  throw new InvalidOptionError(option, value, expectedDuration);
-}
-
-/** {@link parseDuration}, then checks `min <= ms <= max`. */
-export function parseDurationInRange(value: unknown, option: string, min: number, max: number): number {
-  const ms = parseDuration(value, option);
+export function parseDuration(value: unknown, option: string, min = 0, max = Infinity): number {
+  const ms = durationMs(value);
+  checkOption(
+    option,
+    value,
+    ms >= 0,
+    "a duration: milliseconds (>= 0) or a string such as '250ms', '30s', '5m', '1h'",
+  );
   if (ms < min || ms > max) {
     throw new InvalidOptionError(
       option,
@@ -37,6 +42,10 @@ export function parseDurationInRange(value: unknown, option: string, min: number
   }
   return ms;
 }
+
+/** {@link parseDuration} with a range: checks `min <= ms <= max`. */
+export const parseDurationInRange: (value: unknown, option: string, min: number, max: number) => number =
+  parseDuration;
 
 /** Renders milliseconds in the largest unit that divides them: `30s`, `250ms`, `1h`. */
 export function formatDuration(ms: number): string {

@@ -2,7 +2,7 @@
  * Marks resil errors. A registered symbol, so errors from another copy of the package (two
  * versions in node_modules, a bundled copy) still pass the guards where `instanceof` fails.
  */
-const brand = Symbol.for('resil.error');
+const brand = /* @__PURE__ */ Symbol.for('resil.error');
 
 /**
  * Base class of every error resil raises. `code` is stable across versions; match on it
@@ -18,17 +18,18 @@ export abstract class ResilienceError extends Error {
   isRejection(): boolean {
     return false;
   }
-}
 
-// On the prototype rather than each instance: no per-error cost and no noise in util.inspect().
-Object.defineProperty(ResilienceError.prototype, brand, { value: true });
+  // A prototype getter rather than an instance field: no per-error cost and no noise in util.inspect().
+  /** @internal */
+  get [brand](): true {
+    return true;
+  }
+}
 
 /** True for any error raised by resil, even from another copy of the package. */
 export function isResilienceError(error: unknown): error is ResilienceError {
   return (
-    typeof error === 'object' &&
-    error !== null &&
-    (error as { [brand]?: unknown })[brand] === true &&
+    (error as { [brand]?: unknown } | undefined)?.[brand] === true &&
     typeof (error as { code?: unknown }).code === 'string'
   );
 }
@@ -55,27 +56,52 @@ export function errorGuard<E extends ResilienceError>(code: E['code']): (error: 
 /** An option failed validation (at `build()` or config load). Names the option and the value. */
 export class InvalidOptionError extends ResilienceError {
   readonly code = 'INVALID_OPTION';
-  constructor(
-    readonly option: string,
-    readonly value: unknown,
-    readonly expected: string,
-  ) {
+  declare readonly option: string;
+  declare readonly value: unknown;
+  declare readonly expected: string;
+  constructor(option: string, value: unknown, expected: string) {
     super(`Invalid option ${option}: expected ${expected}, got ${describeValue(value)}.`);
     this.name = 'InvalidOptionError';
+    this.option = option;
+    this.value = value;
+    this.expected = expected;
   }
 }
 
-export const isInvalidOptionError = errorGuard<InvalidOptionError>('INVALID_OPTION');
+export const isInvalidOptionError = /* @__PURE__ */ errorGuard<InvalidOptionError>('INVALID_OPTION');
+
+/**
+ * The one option check: throws `InvalidOptionError(option, value, expected)` unless `valid`.
+ *
+ * @example
+ * checkOption('retry.useJitter', useJitter, typeof useJitter === 'boolean', 'true or false');
+ */
+export function checkOption(option: string, value: unknown, valid: boolean, expected: string): void {
+  if (!valid) throw new InvalidOptionError(option, value, expected);
+}
+
+/** Checks that each of `names` is a function or absent in `options`, naming it `${prefix}.${name}`. */
+export function checkCallbacks<O extends object>(
+  options: O,
+  prefix: string,
+  names: readonly (keyof O & string)[],
+): void {
+  for (const name of names) {
+    const value = options[name];
+    checkOption(`${prefix}.${name}`, value, value === undefined || typeof value === 'function', 'a function');
+  }
+}
 
 /** A short, safe rendering of a user value for error messages. */
 export function describeValue(value: unknown): string {
-  if (typeof value === 'string') return JSON.stringify(value);
   if (typeof value === 'function') return 'a function';
-  if (value === null || typeof value !== 'object') return String(value);
   try {
-    const text = JSON.stringify(value);
+    // Numbers, booleans, undefined, symbols as String() renders them (NaN and Infinity included).
+    const text =
+      typeof value === 'string' || typeof value === 'object' ? JSON.stringify(value) : String(value);
     return text.length > 80 ? `${text.slice(0, 77)}...` : text;
   } catch {
+    // Cyclic, or a toJSON() that throws or returns nothing.
     return Object.prototype.toString.call(value);
   }
 }

@@ -38,20 +38,23 @@ export interface Failure<T, E = never> extends OutcomeMethods<T, E> {
 export type Outcome<T, E = never> = Success<T, E> | Failure<T, E>;
 
 class OutcomeImpl<T, E> implements OutcomeMethods<T, E> {
-  constructor(
-    readonly ok: boolean,
-    readonly value: T | undefined,
-    readonly error: unknown,
-  ) {}
+  declare readonly ok: boolean;
+  declare readonly value: T | undefined;
+  declare readonly error: unknown;
+
+  constructor(ok: boolean, value: T | undefined, error: unknown) {
+    this.ok = ok;
+    this.value = value;
+    this.error = error;
+  }
 
   match<R>(handlers: MatchHandlers<T, E, R>): R {
-    if (this.ok) return handlers.ok(this.value as T);
     const error = this.error;
-    if (isResilienceError(error)) {
-      const handler = (handlers as Record<string, ((error: unknown) => R) | undefined>)[error.code];
-      if (handler) return handler(error);
-    }
-    return handlers.error(error);
+    const byCode = handlers as Record<string, ((error: unknown) => R) | undefined>;
+    if (this.ok) return handlers.ok(this.value as T);
+    return isResilienceError(error) && byCode[error.code]
+      ? byCode[error.code]!(error)
+      : handlers.error(error);
   }
 }
 

@@ -1,6 +1,6 @@
-import { InvalidOptionError } from './errors.ts';
+import { checkOption } from './errors.ts';
 import { ResiliencePipeline } from './pipeline.ts';
-import type { StrategyEnvironment, StrategyFactory, TelemetryListener } from './strategy.ts';
+import type { StrategyFactory, TelemetryListener } from './strategy.ts';
 import { systemTimeProvider, type TimeProvider } from './time.ts';
 
 export interface PipelineBuilderOptions {
@@ -15,24 +15,7 @@ export interface PipelineBuilderOptions {
 
 const timeProviderMethods = ['now', 'monotonic', 'setTimeout', 'clearTimeout'] as const;
 
-function validateBuilderOptions(options: PipelineBuilderOptions): void {
-  const time = options.timeProvider;
-  if (
-    time !== undefined &&
-    (typeof time !== 'object' ||
-      time === null ||
-      timeProviderMethods.some((method) => typeof time[method] !== 'function'))
-  ) {
-    throw new InvalidOptionError(
-      'timeProvider',
-      time,
-      'a TimeProvider (now, monotonic, setTimeout, clearTimeout)',
-    );
-  }
-  if (options.telemetry !== undefined && typeof options.telemetry !== 'function') {
-    throw new InvalidOptionError('telemetry', options.telemetry, 'a function');
-  }
-}
+const noTelemetry = () => {};
 
 /**
  * Builds a pipeline from strategy factories: `retryStrategy()`, `timeoutStrategy()`, ...
@@ -62,25 +45,36 @@ export class PipelineBuilder<E = never> {
 
   /** Validates every strategy's options and creates a new pipeline with fresh strategy state. */
   build(): ResiliencePipeline<E> {
-    validateBuilderOptions(this.#options);
-    const timeProvider = this.#options.timeProvider ?? systemTimeProvider;
-    const telemetry = this.#options.telemetry;
-    const strategies = this.#factories.map((factory) => {
-      const environment: StrategyEnvironment = {
-        timeProvider,
-        telemetryEnabled: telemetry !== undefined,
-        report: telemetry
-          ? (event, context, args) => {
-              try {
-                telemetry({ event, strategy: factory.name, context, args });
-              } catch {
-                // Telemetry must never change an execution's outcome.
+    const { timeProvider, telemetry } = this.#options;
+    checkOption(
+      'timeProvider',
+      timeProvider,
+      timeProvider === undefined ||
+        timeProviderMethods.every((method) => typeof timeProvider?.[method] === 'function'),
+      `a TimeProvider (${timeProviderMethods.join(', ')})`,
+    );
+    checkOption(
+      'telemetry',
+      telemetry,
+      telemetry === undefined || typeof telemetry === 'function',
+      'a function',
+    );
+    return new ResiliencePipeline<E>(
+      this.#factories.map((factory) =>
+        factory.create({
+          timeProvider: timeProvider ?? systemTimeProvider,
+          telemetryEnabled: telemetry !== undefined,
+          report: telemetry
+            ? (event, context, args) => {
+                try {
+                  telemetry({ event, strategy: factory.name, context, args });
+                } catch {
+                  // Telemetry must never change an execution's outcome.
+                }
               }
-            }
-          : () => {},
-      };
-      return factory.create(environment);
-    });
-    return new ResiliencePipeline<E>(strategies);
+            : noTelemetry,
+        }),
+      ),
+    );
   }
 }

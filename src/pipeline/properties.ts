@@ -30,7 +30,7 @@ export class ResilienceProperties {
   }
 
   has(key: ResiliencePropertyKey<unknown>): boolean {
-    return (this.#values?.has(key) ?? false) || (this.#parent?.has(key) ?? false);
+    return !!(this.#values?.has(key) || this.#parent?.has(key));
   }
 
   set<T>(key: ResiliencePropertyKey<T>, value: T): void {

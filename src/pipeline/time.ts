@@ -18,34 +18,36 @@ export interface TimeProvider {
 // The global setTimeout fires at once for delays above 2^31 - 1 ms (about 24.8 days).
 const maxTimerDelay = 2_147_483_647;
 
-const perf = (globalThis as { performance?: { now(): number } }).performance;
-
-type GlobalTimer = ReturnType<typeof globalThis.setTimeout>;
-
-/** A delay longer than one global timer can hold, waited out in steps. */
+/** The handle of a delay longer than one global timer can hold: waited out in steps. */
 class LongTimer {
-  current: GlobalTimer | undefined;
-  constructor(callback: () => void, ms: number) {
-    const step = (remaining: number) => {
-      if (remaining <= maxTimerDelay) this.current = globalThis.setTimeout(callback, remaining);
-      else this.current = globalThis.setTimeout(() => step(remaining - maxTimerDelay), maxTimerDelay);
-    };
-    step(ms);
-  }
+  current: unknown;
 }
 
-/** The system clock: `Date.now()`, `performance.now()` and the global timers. */
+function setLongTimeout(callback: () => void, ms: number, handle = new LongTimer()): LongTimer {
+  handle.current =
+    ms > maxTimerDelay
+      ? setTimeout(() => setLongTimeout(callback, ms - maxTimerDelay, handle), maxTimerDelay)
+      : setTimeout(callback, ms);
+  return handle;
+}
+
+/**
+ * The system clock: `Date.now()`, `performance.now()` and the global timers (which treat NaN and
+ * negative delays as 0).
+ */
 export const systemTimeProvider: TimeProvider = {
   now: () => Date.now(),
-  monotonic: perf ? () => perf.now() : () => Date.now(),
+  monotonic: () => performance.now(),
   setTimeout: (callback, ms) =>
-    ms > maxTimerDelay ? new LongTimer(callback, ms) : globalThis.setTimeout(callback, Math.max(ms || 0, 0)),
+    ms > maxTimerDelay ? setLongTimeout(callback, ms) : setTimeout(callback, ms),
   clearTimeout: (handle) =>
-    globalThis.clearTimeout((handle instanceof LongTimer ? handle.current : handle) as GlobalTimer),
+    clearTimeout(
+      (handle instanceof LongTimer ? handle.current : handle) as Parameters<typeof clearTimeout>[0],
+    ),
 };
 
 /** A signal that never aborts: the default when the caller passes none. */
-export const neverAbortedSignal: AbortSignal = new AbortController().signal;
+export const neverAbortedSignal: AbortSignal = /* @__PURE__ */ new AbortController().signal;
 
 /**
  * Resolves after `ms` on `time`; rejects with `signal.reason` as soon as `signal` aborts,

@@ -8,6 +8,6 @@ export const retryDefaults = {
 
 /** Polly's bounds: at least one retry (Infinity for no limit); delays from zero to one day. */
 export const retryLimits = {
-  maxRetryAttempts: { min: 1, max: Number.POSITIVE_INFINITY },
+  maxRetryAttempts: { min: 1, max: Infinity },
   delay: { min: 0, max: 86_400_000 },
 } as const;

@@ -1,6 +1,6 @@
 import type { ResilienceContext } from '../../pipeline/context.ts';
-import { parseDurationInRange } from '../../pipeline/duration.ts';
-import { InvalidOptionError } from '../../pipeline/errors.ts';
+import { durationMs, parseDuration } from '../../pipeline/duration.ts';
+import { checkCallbacks, checkOption } from '../../pipeline/errors.ts';
 import { Outcome } from '../../pipeline/outcome.ts';
 import type {
   Callback,
@@ -9,17 +9,12 @@ import type {
   StrategyEnvironment,
   StrategyFactory,
 } from '../../pipeline/strategy.ts';
-import { type TimeProvider, delay as wait } from '../../pipeline/time.ts';
+import { delay as wait } from '../../pipeline/time.ts';
 import { type BackoffState, retryDelay } from './backoff.ts';
 import { retryDefaults, retryLimits } from './defaults.ts';
-import type {
-  BackoffType,
-  OnRetryArguments,
-  RetryPredicateArguments,
-  RetryStrategyOptions,
-} from './options.ts';
+import type { OnRetryArguments, RetryPredicateArguments, RetryStrategyOptions } from './options.ts';
 
-const backoffTypes: readonly BackoffType[] = ['constant', 'linear', 'exponential'];
+const backoffTypes: readonly unknown[] = ['constant', 'linear', 'exponential'];
 
 /** The default `shouldHandle`: every error except an abort of the caller's signal. */
 export function handleErrorsExceptAbort({ outcome, context }: RetryPredicateArguments): boolean {
@@ -41,138 +36,72 @@ export function handleErrorsExceptAbort({ outcome, context }: RetryPredicateArgu
 export function retryStrategy(options: RetryStrategyOptions = {}): StrategyFactory<never> {
   return {
     name: 'retry',
-    create: (environment) => new RetryStrategy(options, environment),
+    create: (environment) => createRetry(options, environment),
   };
 }
 
-function validated(options: RetryStrategyOptions) {
-  if (typeof options !== 'object' || options === null) {
-    throw new InvalidOptionError('retry', options, 'an options object');
-  }
+function createRetry(options: RetryStrategyOptions, environment: StrategyEnvironment): ResilienceStrategy {
+  checkOption('retry', options, typeof options === 'object' && options !== null, 'an options object');
   const maxRetryAttempts = options.maxRetryAttempts ?? retryDefaults.maxRetryAttempts;
-  if (
-    typeof maxRetryAttempts !== 'number' ||
-    !(Number.isSafeInteger(maxRetryAttempts) || maxRetryAttempts === Number.POSITIVE_INFINITY) ||
-    maxRetryAttempts < retryLimits.maxRetryAttempts.min
-  ) {
-    throw new InvalidOptionError(
-      'retry.maxRetryAttempts',
-      maxRetryAttempts,
-      'a whole number >= 1, or Infinity',
-    );
-  }
+  checkOption(
+    'retry.maxRetryAttempts',
+    maxRetryAttempts,
+    (Number.isSafeInteger(maxRetryAttempts) || maxRetryAttempts === Infinity) &&
+      maxRetryAttempts >= retryLimits.maxRetryAttempts.min,
+    'a whole number >= 1, or Infinity',
+  );
   const backoffType = options.backoffType ?? retryDefaults.backoffType;
-  if (!backoffTypes.includes(backoffType)) {
-    throw new InvalidOptionError('retry.backoffType', backoffType, "'constant', 'linear' or 'exponential'");
-  }
+  checkOption(
+    'retry.backoffType',
+    backoffType,
+    backoffTypes.includes(backoffType),
+    "'constant', 'linear' or 'exponential'",
+  );
   const useJitter = options.useJitter ?? retryDefaults.useJitter;
-  if (typeof useJitter !== 'boolean')
-    throw new InvalidOptionError('retry.useJitter', useJitter, 'true or false');
+  checkOption('retry.useJitter', useJitter, typeof useJitter === 'boolean', 'true or false');
   const { min, max } = retryLimits.delay;
-  const delay = parseDurationInRange(options.delay ?? retryDefaults.delay, 'retry.delay', min, max);
+  const delay = parseDuration(options.delay ?? retryDefaults.delay, 'retry.delay', min, max);
   const maxDelay =
-    options.maxDelay === undefined
-      ? undefined
-      : parseDurationInRange(options.maxDelay, 'retry.maxDelay', min, max);
-  for (const name of ['shouldHandle', 'delayGenerator', 'onRetry', 'randomizer'] as const) {
-    if (options[name] !== undefined && typeof options[name] !== 'function') {
-      throw new InvalidOptionError(`retry.${name}`, options[name], 'a function');
-    }
-  }
-  return { maxRetryAttempts, backoffType, useJitter, delay, maxDelay };
-}
-
-class RetryStrategy implements ResilienceStrategy {
-  readonly #maxRetryAttempts: number;
-  readonly #delay: number;
-  readonly #backoffType: BackoffType;
-  readonly #useJitter: boolean;
-  readonly #maxDelay: number | undefined;
-  readonly #shouldHandle: RetryStrategyOptions['shouldHandle'];
-  readonly #delayGenerator: RetryStrategyOptions['delayGenerator'];
-  readonly #onRetry: RetryStrategyOptions['onRetry'];
-  readonly #random: () => number;
-  readonly #time: TimeProvider;
-  readonly #environment: StrategyEnvironment;
+    options.maxDelay === undefined ? undefined : parseDuration(options.maxDelay, 'retry.maxDelay', min, max);
+  checkCallbacks(options, 'retry', ['shouldHandle', 'delayGenerator', 'onRetry', 'randomizer']);
+  const { shouldHandle, delayGenerator, onRetry } = options;
+  const random = options.randomizer ?? Math.random;
+  const time = environment.timeProvider;
   // Reading the clock costs about as much as the rest of a successful attempt; only `duration`
   // needs it, and only onRetry and telemetry read `duration`.
-  readonly #measureDuration: boolean;
+  const measureDuration = onRetry !== undefined || environment.telemetryEnabled !== false;
 
-  constructor(options: RetryStrategyOptions, environment: StrategyEnvironment) {
-    const settings = validated(options);
-    this.#maxRetryAttempts = settings.maxRetryAttempts;
-    this.#delay = settings.delay;
-    this.#maxDelay = settings.maxDelay;
-    this.#backoffType = settings.backoffType;
-    this.#useJitter = settings.useJitter;
-    this.#shouldHandle = options.shouldHandle;
-    this.#delayGenerator = options.delayGenerator;
-    this.#onRetry = options.onRetry;
-    this.#random = options.randomizer ?? Math.random;
-    this.#time = environment.timeProvider;
-    this.#environment = environment;
-    this.#measureDuration = options.onRetry !== undefined || environment.telemetryEnabled !== false;
-  }
+  return {
+    async execute<T>(callback: Callback<T>, context: ResilienceContext, next: Next) {
+      let state: BackoffState | undefined;
+      for (let attempt = 0; ; attempt++) {
+        const startedAt = measureDuration ? time.monotonic() : 0;
+        const outcome = await next(callback, context);
+        if (outcome.ok && shouldHandle === undefined) return outcome;
 
-  async execute<T>(
-    callback: Callback<T>,
-    context: ResilienceContext,
-    next: Next,
-  ): Promise<Outcome<T, unknown>> {
-    const time = this.#time;
-    let state: BackoffState | undefined;
-    for (let attempt = 0; ; attempt++) {
-      const startedAt = this.#measureDuration ? time.monotonic() : 0;
-      const outcome = await next(callback, context);
-      if (outcome.ok && this.#shouldHandle === undefined) return outcome;
-
-      let retryDelayMs: number;
-      try {
-        const args: RetryPredicateArguments = { outcome, context, attemptNumber: attempt };
-        const handle = this.#shouldHandle ? await this.#shouldHandle(args) : handleErrorsExceptAbort(args);
-        const duration = this.#measureDuration ? time.monotonic() - startedAt : 0;
-        // As in Polly: once the caller has aborted, the attempt's own outcome is final.
-        if (handle !== true || attempt >= this.#maxRetryAttempts || context.signal.aborted) return outcome;
-
-        state ??= { previous: 0 };
-        retryDelayMs = retryDelay(
-          this.#backoffType,
-          this.#useJitter,
-          attempt,
-          this.#delay,
-          this.#maxDelay,
-          state,
-          this.#random,
-        );
-        if (this.#delayGenerator) {
-          const generated = generatedDelay(await this.#delayGenerator(args));
-          if (generated !== undefined) retryDelayMs = generated;
-        }
-        const onRetryArgs: OnRetryArguments = { ...args, retryDelay: retryDelayMs, duration };
-        this.#environment.report('OnRetry', context, onRetryArgs);
-        if (this.#onRetry) await this.#onRetry(onRetryArgs);
-      } catch (error) {
-        return Outcome.failure(error);
-      }
-
-      if (context.signal.aborted) return Outcome.failure(context.signal.reason);
-      if (retryDelayMs > 0) {
         try {
-          await wait(time, retryDelayMs, context.signal);
-        } catch (reason) {
-          return Outcome.failure(reason);
+          const args: RetryPredicateArguments = { outcome, context, attemptNumber: attempt };
+          const handle = shouldHandle ? await shouldHandle(args) : handleErrorsExceptAbort(args);
+          const duration = measureDuration ? time.monotonic() - startedAt : 0;
+          // As in Polly: once the caller has aborted, the attempt's own outcome is final.
+          if (handle !== true || attempt >= maxRetryAttempts || context.signal.aborted) return outcome;
+
+          state ??= { previous: 0 };
+          let retryDelayMs = retryDelay(backoffType, useJitter, attempt, delay, maxDelay, state, random);
+          if (delayGenerator) {
+            // Like Polly, a missing or invalid generated delay keeps the computed one.
+            const generated = durationMs(await delayGenerator(args));
+            if (generated <= Number.MAX_SAFE_INTEGER) retryDelayMs = generated;
+          }
+          const onRetryArgs: OnRetryArguments = { ...args, retryDelay: retryDelayMs, duration };
+          environment.report('OnRetry', context, onRetryArgs);
+          if (onRetry) await onRetry(onRetryArgs);
+          // An abort during onRetry ends the execution too: delay() rejects with the reason at once.
+          if (retryDelayMs > 0 || context.signal.aborted) await wait(time, retryDelayMs, context.signal);
+        } catch (error) {
+          return Outcome.failure<T>(error);
         }
       }
-    }
-  }
-}
-
-/** Like Polly, a missing or invalid generated delay keeps the computed one. */
-function generatedDelay(value: unknown): number | undefined {
-  if (value === undefined) return undefined;
-  try {
-    return parseDurationInRange(value, 'retry.delayGenerator()', 0, Number.MAX_SAFE_INTEGER);
-  } catch {
-    return undefined;
-  }
+    },
+  };
 }

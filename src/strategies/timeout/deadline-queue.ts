@@ -29,7 +29,7 @@ export class DeadlineQueue {
   #head: Deadline | undefined;
   #tail: Deadline | undefined;
   #timer: TimerHandle | undefined;
-  #timerDueAt = Number.POSITIVE_INFINITY;
+  #timerDueAt = Infinity;
   #clearScheduled = false;
   readonly #time: TimeProvider;
   readonly #deferClear: boolean;
@@ -94,7 +94,7 @@ export class DeadlineQueue {
   #clearTimer(): void {
     this.#time.clearTimeout(this.#timer);
     this.#timer = undefined;
-    this.#timerDueAt = Number.POSITIVE_INFINITY;
+    this.#timerDueAt = Infinity;
   }
 
   readonly #clearIfIdle = (): void => {
@@ -104,7 +104,7 @@ export class DeadlineQueue {
 
   readonly #fire = (): void => {
     this.#timer = undefined;
-    this.#timerDueAt = Number.POSITIVE_INFINITY;
+    this.#timerDueAt = Infinity;
     const now = this.#time.monotonic();
     // expire() runs user abort listeners, which may add or remove deadlines: re-read the head each time.
     for (let head = this.#head; head !== undefined && head.dueAt <= now; head = this.#head) {

@@ -130,7 +130,7 @@ class TimeoutStrategy implements ResilienceStrategy {
   /** The generated timeout in ms; 0 when this execution has none (<= 0 or Infinity). */
   async #generated(context: ResilienceContext): Promise<number> {
     const value = await this.#generator!({ context });
-    if (typeof value === 'number' && (value <= 0 || value === Number.POSITIVE_INFINITY)) return 0;
+    if (typeof value === 'number' && (value <= 0 || value === Infinity)) return 0;
     return parseDuration(value, 'timeout.timeoutGenerator()');
   }
 }
