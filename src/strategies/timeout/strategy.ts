@@ -1,6 +1,6 @@
 import { DerivedSignal, type ResilienceContext } from '../../pipeline/context.ts';
-import { type Duration, parseDuration, parseDurationInRange } from '../../pipeline/duration.ts';
-import { InvalidOptionError } from '../../pipeline/errors.ts';
+import { type Duration, parseDuration } from '../../pipeline/duration.ts';
+import { checkCallbacks } from '../../pipeline/errors.ts';
 import { Outcome } from '../../pipeline/outcome.ts';
 import type {
   Callback,
@@ -29,7 +29,7 @@ export function timeoutStrategy(
 ): StrategyFactory<TimeoutRejectedError> {
   return {
     name: 'timeout',
-    create: (environment) => new TimeoutStrategy(options, environment),
+    create: (environment) => createTimeout(options, environment),
   };
 }
 
@@ -58,79 +58,64 @@ class PendingTimeout extends DerivedSignal implements Deadline {
   }
 }
 
-class TimeoutStrategy implements ResilienceStrategy {
-  readonly #timeout: number;
-  readonly #generator: TimeoutStrategyOptions['timeoutGenerator'];
-  readonly #onTimeout: TimeoutStrategyOptions['onTimeout'];
-  readonly #environment: StrategyEnvironment;
-  readonly #deadlines: DeadlineQueue;
+function createTimeout(
+  options: TimeoutStrategyOptions | Duration,
+  environment: StrategyEnvironment,
+): ResilienceStrategy {
+  const resolved: TimeoutStrategyOptions =
+    typeof options === 'object' && options !== null ? options : { timeout: options };
+  const { min, max } = timeoutLimits.timeout;
+  const fixedTimeout = parseDuration(
+    resolved.timeout ?? timeoutDefaults.timeout,
+    'timeout.timeout',
+    min,
+    max,
+  );
+  checkCallbacks(resolved, 'timeout', ['timeoutGenerator', 'onTimeout']);
+  const { timeoutGenerator, onTimeout } = resolved;
+  const deadlines = new DeadlineQueue(environment.timeProvider);
 
-  constructor(options: TimeoutStrategyOptions | Duration, environment: StrategyEnvironment) {
-    const resolved: TimeoutStrategyOptions =
-      typeof options === 'object' && options !== null ? options : { timeout: options };
-    const { min, max } = timeoutLimits.timeout;
-    this.#timeout = parseDurationInRange(
-      resolved.timeout ?? timeoutDefaults.timeout,
-      'timeout.timeout',
-      min,
-      max,
-    );
-    for (const name of ['timeoutGenerator', 'onTimeout'] as const) {
-      if (resolved[name] !== undefined && typeof resolved[name] !== 'function') {
-        throw new InvalidOptionError(`timeout.${name}`, resolved[name], 'a function');
+  return {
+    async execute<T>(callback: Callback<T>, context: ResilienceContext, next: Next) {
+      let timeout = fixedTimeout;
+      if (timeoutGenerator) {
+        try {
+          const value = await timeoutGenerator({ context });
+          // 0, a negative number or Infinity: no timeout for this execution.
+          timeout =
+            typeof value === 'number' && (value <= 0 || value === Infinity)
+              ? 0
+              : parseDuration(value, 'timeout.timeoutGenerator()');
+        } catch (error) {
+          return Outcome.failure<T>(error);
+        }
+        if (timeout === 0) return next(callback, context);
       }
-    }
-    this.#generator = resolved.timeoutGenerator;
-    this.#onTimeout = resolved.onTimeout;
-    this.#environment = environment;
-    this.#deadlines = new DeadlineQueue(environment.timeProvider);
-  }
 
-  async execute<T>(
-    callback: Callback<T>,
-    context: ResilienceContext,
-    next: Next,
-  ): Promise<Outcome<T, unknown>> {
-    let timeout = this.#timeout;
-    if (this.#generator) {
+      const pending = new PendingTimeout(context, timeout);
+      deadlines.add(pending, timeout);
+      let outcome: Outcome<T, unknown>;
       try {
-        timeout = await this.#generated(context);
-      } catch (error) {
-        return Outcome.failure(error);
+        outcome = await next(callback, context.derive(pending));
+      } finally {
+        deadlines.remove(pending);
+        pending.dispose();
       }
-      if (timeout === 0) return next(callback, context);
-    }
+      const error = pending.error;
+      if (error === undefined || outcome.ok) return outcome;
 
-    const pending = new PendingTimeout(context, timeout);
-    this.#deadlines.add(pending, timeout);
-    let outcome: Outcome<T, unknown>;
-    try {
-      outcome = await next(callback, context.derive(pending));
-    } finally {
-      this.#deadlines.remove(pending);
-      pending.dispose();
-    }
-    const error = pending.error;
-    if (error === undefined || outcome.ok) return outcome;
-
-    const args: OnTimeoutArguments = { context, timeout };
-    try {
-      this.#environment.report('OnTimeout', context, args);
-      if (this.#onTimeout) await this.#onTimeout(args);
-    } catch (thrown) {
-      return Outcome.failure(thrown);
-    }
-    // The callback usually fails with the signal's reason (our error); anything else it threw
-    // after the timer fired is kept as the cause.
-    return Outcome.failure(
-      outcome.error === error ? error : new TimeoutRejectedError(timeout, { cause: outcome.error }),
-    );
-  }
-
-  /** The generated timeout in ms; 0 when this execution has none (<= 0 or Infinity). */
-  async #generated(context: ResilienceContext): Promise<number> {
-    const value = await this.#generator!({ context });
-    if (typeof value === 'number' && (value <= 0 || value === Infinity)) return 0;
-    return parseDuration(value, 'timeout.timeoutGenerator()');
-  }
+      const args: OnTimeoutArguments = { context, timeout };
+      try {
+        environment.report('OnTimeout', context, args);
+        if (onTimeout) await onTimeout(args);
+      } catch (thrown) {
+        return Outcome.failure<T>(thrown);
+      }
+      // The callback usually fails with the signal's reason (our error); anything else it threw
+      // after the timer fired is kept as the cause.
+      return Outcome.failure<T>(
+        outcome.error === error ? error : new TimeoutRejectedError(timeout, { cause: outcome.error }),
+      );
+    },
+  };
 }
