@@ -1,4 +1,5 @@
 import { StoreUnavailableError } from '../../strategies/lock/errors.ts';
+import { isNoScriptError } from './scripts.ts';
 
 /** What the store needs of an ioredis `Redis` or `Cluster`. */
 export interface ConnectionStatus {
@@ -12,6 +13,8 @@ export interface ConnectionStatus {
 class PendingCommand {
   settled = false;
   sent = false;
+  /** Sent again with the script's source after a `NOSCRIPT` reply. */
+  reloaded = false;
   next: PendingCommand | undefined = undefined;
   /** `any`: one list holds commands of every reply type. */
   resolve!: (value: any) => void;
@@ -50,11 +53,17 @@ export class BoundedCommands {
   }
 
   /**
-   * Sends `send()` once the connection is ready and settles with its reply, or rejects with
+   * Sends `send(false)` once the connection is ready and settles with its reply, or rejects with
    * `StoreUnavailableError` (naming `operation` and `key`) on an error, a closed client or the
-   * timeout. `onLateReply` runs when a sent command timed out, so the caller can undo it.
+   * timeout. A `NOSCRIPT` error sends `send(true)` (the script's source) once, within the same
+   * bound. `onLateReply` runs when a sent command timed out, so the caller can undo it.
    */
-  run<T>(operation: string, key: string, send: () => Promise<T>, onLateReply?: () => void): Promise<T> {
+  run<T>(
+    operation: string,
+    key: string,
+    send: (loadScript: boolean) => Promise<T>,
+    onLateReply?: () => void,
+  ): Promise<T> {
     const status = this.#client.status;
     if (status === 'end') return Promise.reject(closedError(operation, key));
     const pending = new PendingCommand(monotonic() + this.#timeoutMs, operation, key, onLateReply);
@@ -75,12 +84,12 @@ export class BoundedCommands {
     return promise;
   }
 
-  #dispatch<T>(pending: PendingCommand, send: () => Promise<T>): void {
+  #dispatch<T>(pending: PendingCommand, send: (loadScript: boolean) => Promise<T>): void {
     if (pending.settled) return;
     pending.sent = true;
     let reply: Promise<T>;
     try {
-      reply = send();
+      reply = send(pending.reloaded);
     } catch (error) {
       reply = Promise.reject(error);
     }
@@ -89,7 +98,12 @@ export class BoundedCommands {
         if (this.#settle(pending)) pending.resolve(value);
       },
       (error: unknown) => {
-        if (this.#settle(pending)) pending.reject(commandError(pending.operation, pending.key, error));
+        if (!pending.reloaded && isNoScriptError(error)) {
+          pending.reloaded = true;
+          this.#dispatch(pending, send);
+        } else if (this.#settle(pending)) {
+          pending.reject(commandError(pending.operation, pending.key, error));
+        }
       },
     );
   }

@@ -21,10 +21,10 @@ export interface RedisLockStoreOptions {
    * within `replicaTimeout`, the operation fails with `StoreUnavailableError` (an acquire is
    * released again). What each setting guarantees on a failover:
    *
-   * - `0`: replication is asynchronous, so a failover can lose the latest lease (a second holder
-   *   for up to one ttl). Tokens still increase as long as the new master's clock is not behind
-   *   the old one by more than the time between the lost acquire and the next one (tokens follow
-   *   the server's clock in microseconds, see `RedisLockStore`); only then could they go backwards.
+   * - `0`: replication is asynchronous, so a failover can lose the latest acquires: their leases
+   *   (a second holder for up to one ttl) and their token increments, so the new master can hand
+   *   out a token that was already issued, or a lower one. Fencing then cannot tell the two
+   *   holders apart.
    * - `n` >= 1: a lease or token the store reported is on the master and `n` replicas; a failover
    *   that promotes one of those keeps them. Set it to the number of replicas to cover any
    *   promotion. It is not consensus: a promoted replica outside those `n`, or one restarted

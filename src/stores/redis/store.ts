@@ -1,4 +1,4 @@
-import type { ChainableCommander, Cluster, Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { parseDurationInRange } from '../../pipeline/duration.ts';
 import { InvalidOptionError } from '../../pipeline/errors.ts';
 import { StaleTokenError, StoreUnavailableError } from '../../strategies/lock/errors.ts';
@@ -9,9 +9,10 @@ import { redisLockStoreDefaults, redisLockStoreLimits } from './defaults.ts';
 import { guardErrorEvents } from './error-events.ts';
 import { RedisKeys } from './keys.ts';
 import type { FencedSetOptions, RedisLockStoreOptions } from './options.ts';
-import { type ScriptedCommands, type ScriptedPipeline, storeScripts } from './scripts.ts';
+import { isNoScriptError, runScript, type ScriptRunner, type StoreScript, storeScripts } from './scripts.ts';
 
-type Client = (Redis | Cluster) & ScriptedCommands & ConnectionStatus;
+type Client = (Redis | Cluster) & ScriptRunner<Promise<unknown>> & ConnectionStatus;
+type Argument = string | Buffer | number;
 
 /** What `WAIT` answered when fewer replicas than asked acknowledged in time. */
 type PipelineReplies = Array<[Error | null, unknown]> | null;
@@ -23,9 +24,10 @@ type PipelineReplies = Array<[Error | null, unknown]> | null;
  * - Each operation is one Lua script: one round trip, atomic. Lease and token keys of a lock share
  *   a `{key}` hash tag, so it works on Redis Cluster.
  * - Expiry is judged by Redis (`PX`); `now()` is the server's clock (`TIME`).
- * - Fencing tokens: max(last token + 1, the server's `TIME` in microseconds), kept in a key that
- *   never expires. They increase on every acquire, also across a restart without persistence and
- *   (while server clocks agree) across a failover that lost the last increments.
+ * - Fencing tokens: `INCR` of a counter that never expires, seeded from the server's `TIME` in
+ *   microseconds when missing, so they increase on every acquire, also across a Redis restarted
+ *   without persistence. A failover to a replica that missed the last increments can hand out a
+ *   token again unless `waitForReplicas` covers the promoted replica.
  * - Every operation fails within `commandTimeout` with `StoreUnavailableError` when Redis is down
  *   or stalled; nothing is left in the client's offline queue.
  * - Client `'error'` events never crash the process and never carry a password: the store
@@ -44,14 +46,18 @@ export class RedisLockStore implements LockStore, RunLedger {
   readonly client: Redis | Cluster;
   /** The key prefix in use. */
   readonly prefix: string;
-  readonly #commands: Client;
+  readonly #client: Client;
   readonly #keys: RedisKeys;
   readonly #bounded: BoundedCommands;
   readonly #waitForReplicas: number;
   readonly #replicaTimeout: number;
 
   constructor(client: Redis | Cluster, options: RedisLockStoreOptions = {}) {
-    if (client === null || typeof client !== 'object' || typeof client.defineCommand !== 'function') {
+    if (
+      client === null ||
+      typeof client !== 'object' ||
+      typeof (client as Partial<Client>).evalsha !== 'function'
+    ) {
       throw new InvalidOptionError('client', client, 'an ioredis Redis or Cluster instance');
     }
     const prefix = options.prefix ?? redisLockStoreDefaults.prefix;
@@ -85,13 +91,9 @@ export class RedisLockStore implements LockStore, RunLedger {
     this.#keys = new RedisKeys(prefix);
     this.#waitForReplicas = waitForReplicas;
     this.#replicaTimeout = Math.ceil(replicaTimeout);
-    for (const [name, definition] of Object.entries(storeScripts)) {
-      // Same name, same script: several stores on one client redefine it harmlessly.
-      client.defineCommand(name, definition);
-    }
     guardErrorEvents(client);
-    this.#commands = client as Client;
-    this.#bounded = new BoundedCommands(this.#commands, commandTimeout);
+    this.#client = client as Client;
+    this.#bounded = new BoundedCommands(this.#client, commandTimeout);
   }
 
   // acquire, renew and release are the hot path: no async wrapper, no named closures.
@@ -104,14 +106,14 @@ export class RedisLockStore implements LockStore, RunLedger {
     } catch (error) {
       return Promise.reject(error);
     }
-    const token = this.#keys.token(key);
-    const commands = this.#commands;
-    if (this.#waitForReplicas > 0) return this.#acquireReplicated(key, lease, token, owner, ttl);
+    const args = [lease, this.#keys.token(key), owner, ttl];
+    if (this.#waitForReplicas > 0) return this.#acquireReplicated(key, args);
+    const client = this.#client;
     return this.#bounded
       .run(
         'acquire',
         key,
-        () => commands.resilLockAcquire(lease, token, owner, ttl),
+        (load) => runScript(client, storeScripts.acquire, load, args),
         // A reply we gave up on may still mean the lease was taken; releasing it (queued behind
         // the acquire on the same connection) keeps a late execution from holding the key a ttl.
         () => this.#undoAcquire(lease, owner),
@@ -119,11 +121,12 @@ export class RedisLockStore implements LockStore, RunLedger {
       .then(tokenOrUndefined);
   }
 
-  async #acquireReplicated(key: string, lease: string, token: string, owner: string, ttl: number) {
+  async #acquireReplicated(key: string, args: Argument[]): Promise<number | undefined> {
+    const [lease, , owner] = args as [string, string, string, number];
     const replies = await this.#bounded.run(
       'acquire',
       key,
-      () => this.#withWait(this.#pipeline().resilLockAcquire(lease, token, owner, ttl)),
+      (load) => this.#withWait(storeScripts.acquire, load, args),
       () => this.#undoAcquire(lease, owner),
     );
     const issued = replies?.[0]?.[1];
@@ -136,8 +139,9 @@ export class RedisLockStore implements LockStore, RunLedger {
     return typeof issued === 'number' ? issued : undefined;
   }
 
+  /** EVAL, not EVALSHA: a rare call that must work even on a server that lost its scripts. */
   #undoAcquire(lease: string, owner: string): void {
-    this.#commands.resilLockRelease(lease, owner).catch(ignore);
+    runScript(this.#client, storeScripts.release, true, [lease, owner]).catch(ignore);
   }
 
   renew(key: string, owner: string, ttlMs: number): Promise<boolean> {
@@ -149,13 +153,16 @@ export class RedisLockStore implements LockStore, RunLedger {
     } catch (error) {
       return Promise.reject(error);
     }
-    const commands = this.#commands;
+    const args = [lease, owner, ttl];
     if (this.#waitForReplicas > 0) {
       return this.#bounded
-        .run('renew', key, () => this.#withWait(this.#pipeline().resilLockRenew(lease, owner, ttl)))
+        .run('renew', key, (load) => this.#withWait(storeScripts.renew, load, args))
         .then((replies) => this.#checkReplicated('renew', key, replies) === 1);
     }
-    return this.#bounded.run('renew', key, () => commands.resilLockRenew(lease, owner, ttl)).then(isOne);
+    const client = this.#client;
+    return this.#bounded
+      .run('renew', key, (load) => runScript(client, storeScripts.renew, load, args))
+      .then(isOne);
   }
 
   release(key: string, owner: string): Promise<void> {
@@ -165,15 +172,19 @@ export class RedisLockStore implements LockStore, RunLedger {
     } catch (error) {
       return Promise.reject(error);
     }
-    const commands = this.#commands;
-    return this.#bounded.run('release', key, () => commands.resilLockRelease(lease, owner)).then(ignore);
+    const args = [lease, owner];
+    const client = this.#client;
+    return this.#bounded
+      .run('release', key, (load) => runScript(client, storeScripts.release, load, args))
+      .then(ignore);
   }
 
   async inspect(key: string): Promise<LeaseInfo | undefined> {
     const lease = this.#keys.lease(checkKey(key));
-    const token = this.#keys.token(key);
-    const commands = this.#commands;
-    const reply = await this.#bounded.run('inspect', key, () => commands.resilLockInspect(lease, token));
+    const reply = (await this.#script('inspect', key, storeScripts.inspect, [
+      lease,
+      this.#keys.token(key),
+    ])) as [string, string, number, string, string] | null;
     if (reply === null) return undefined;
     const [owner, issued, pttl, seconds, microseconds] = reply;
     const expiresAt = pttl < 0 ? maxDate : serverMs(seconds, microseconds) + pttl;
@@ -191,15 +202,12 @@ export class RedisLockStore implements LockStore, RunLedger {
     const keys = this.#keys;
     checkKey(job, 'job');
     checkEpochMs(scheduledAt, 'scheduledAt');
-    const commands = this.#commands;
-    const reply = await this.#bounded.run('isCompleted', job, () =>
-      commands.resilLedgerIsCompleted(
-        keys.ledger(job),
-        keys.done(job),
-        redisLockStoreDefaults.retentionMs,
-        scheduledAt,
-      ),
-    );
+    const reply = await this.#script('isCompleted', job, storeScripts.isCompleted, [
+      keys.ledger(job),
+      keys.done(job),
+      redisLockStoreDefaults.retentionMs,
+      scheduledAt,
+    ]);
     return reply === 1;
   }
 
@@ -220,8 +228,7 @@ export class RedisLockStore implements LockStore, RunLedger {
       throw new InvalidOptionError('historyLimit', historyLimit, 'an integer >= 1');
     }
     const keys = this.#keys;
-    const commands = this.#commands;
-    const args = [
+    const highest = await this.#writeScript('recordRun', job, storeScripts.recordRun, [
       keys.ledger(job),
       keys.runs(job),
       keys.done(job),
@@ -231,16 +238,7 @@ export class RedisLockStore implements LockStore, RunLedger {
       record.outcome === 'success' ? '1' : '0',
       scheduledAt,
       retentionMs,
-    ] as const;
-    let highest: unknown;
-    if (this.#waitForReplicas === 0) {
-      highest = await this.#bounded.run('recordRun', job, () => commands.resilLedgerRecord(...args));
-    } else {
-      const replies = await this.#bounded.run('recordRun', job, () =>
-        this.#withWait(this.#pipeline().resilLedgerRecord(...args)),
-      );
-      highest = this.#checkReplicated('recordRun', job, replies);
-    }
+    ]);
     if (highest !== null) throw new StaleTokenError(job, token, Number(highest));
   }
 
@@ -258,10 +256,11 @@ export class RedisLockStore implements LockStore, RunLedger {
   async lastCompleted(job: string): Promise<number | undefined> {
     checkKey(job, 'job');
     const keys = this.#keys;
-    const commands = this.#commands;
-    const latest = await this.#bounded.run('lastCompleted', job, () =>
-      commands.resilLedgerLastCompleted(keys.ledger(job), keys.done(job), redisLockStoreDefaults.retentionMs),
-    );
+    const latest = await this.#script('lastCompleted', job, storeScripts.lastCompleted, [
+      keys.ledger(job),
+      keys.done(job),
+      redisLockStoreDefaults.retentionMs,
+    ]);
     return latest === null ? undefined : Number(latest);
   }
 
@@ -292,19 +291,13 @@ export class RedisLockStore implements LockStore, RunLedger {
       options.ttl === undefined
         ? ''
         : String(checkTtl(parseDurationInRange(options.ttl, 'ttl', 1, Number.MAX_SAFE_INTEGER)));
-    const fence = this.#keys.fence(resource);
-    const target = this.#keys.value(resource, name);
-    const commands = this.#commands;
-    const send = () => commands.resilFencedSet(fence, target, String(token), value, ttl);
-    let highest: unknown;
-    if (this.#waitForReplicas === 0) {
-      highest = await this.#bounded.run('fencedSet', resource, send);
-    } else {
-      const replies = await this.#bounded.run('fencedSet', resource, () =>
-        this.#withWait(this.#pipeline().resilFencedSet(fence, target, String(token), value, ttl)),
-      );
-      highest = this.#checkReplicated('fencedSet', resource, replies);
-    }
+    const highest = await this.#writeScript('fencedSet', resource, storeScripts.fencedSet, [
+      this.#keys.fence(resource),
+      this.#keys.value(resource, name),
+      String(token),
+      value,
+      ttl,
+    ]);
     if (highest !== null) throw new StaleTokenError(resource, token, Number(highest));
   }
 
@@ -326,13 +319,35 @@ export class RedisLockStore implements LockStore, RunLedger {
     return value === null ? undefined : Number(value);
   }
 
-  #pipeline(): ScriptedPipeline {
-    return this.client.pipeline() as ScriptedPipeline;
+  /** One script, bounded. */
+  #script(operation: string, key: string, script: StoreScript, args: Argument[]): Promise<unknown> {
+    const client = this.#client;
+    return this.#bounded.run(operation, key, (load) => runScript(client, script, load, args));
   }
 
-  /** Appends `WAIT` to a pipeline holding one script call: both go out in one write, one round trip. */
-  #withWait(pipeline: ChainableCommander): Promise<PipelineReplies> {
-    return pipeline.wait(this.#waitForReplicas, this.#replicaTimeout).exec();
+  /** One script that writes, followed by `WAIT` when `waitForReplicas` asks for it. */
+  async #writeScript(
+    operation: string,
+    key: string,
+    script: StoreScript,
+    args: Argument[],
+  ): Promise<unknown> {
+    if (this.#waitForReplicas === 0) return this.#script(operation, key, script, args);
+    const replies = await this.#bounded.run(operation, key, (load) => this.#withWait(script, load, args));
+    return this.#checkReplicated(operation, key, replies);
+  }
+
+  /**
+   * The script and `WAIT` in one pipeline: both go out in one write, one round trip. A `NOSCRIPT`
+   * reply is raised so that the bounded run sends the pipeline again with `EVAL`.
+   */
+  async #withWait(script: StoreScript, load: boolean, args: Argument[]): Promise<PipelineReplies> {
+    const pipeline = this.client.pipeline();
+    runScript(pipeline as unknown as ScriptRunner<unknown>, script, load, args);
+    const replies = await pipeline.wait(this.#waitForReplicas, this.#replicaTimeout).exec();
+    const scriptError = replies?.[0]?.[0];
+    if (isNoScriptError(scriptError)) throw scriptError;
+    return replies;
   }
 
   /** The script's reply, once `WAIT` confirmed enough replicas; else `StoreUnavailableError`. */
@@ -352,8 +367,8 @@ export class RedisLockStore implements LockStore, RunLedger {
 
 const maxDate = 8.64e15;
 
-function tokenOrUndefined(issued: number | null): number | undefined {
-  return issued === null ? undefined : issued;
+function tokenOrUndefined(issued: unknown): number | undefined {
+  return typeof issued === 'number' ? issued : undefined;
 }
 
 function isOne(reply: unknown): boolean {

@@ -109,7 +109,7 @@ describe.skipIf(privateRedisUnavailableReason(['redis-server', 'redis-cli', 'red
       expect(movedAfter).toBeLessThan(failoverBound);
       // While the master was frozen, each attempt failed within the bound, with the lock's error.
       expect(new Set(failures)).toEqual(new Set(['STORE_UNAVAILABLE']));
-      // Tokens follow the server clock: still higher after the failover.
+      // A fresh key on the new master: its counter is seeded from the clock, above the old tokens.
       expect(token).toBeGreaterThan(before);
       // The lease acquired with waitForReplicas: 1 survived the failover.
       expect(await store.inspect('nightly')).toMatchObject({ owner: 'old-holder', token: before });
