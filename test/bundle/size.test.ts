@@ -8,14 +8,16 @@ import {
 } from '../../scripts/bundle-size.ts';
 
 /**
- * Gzipped budgets, in bytes. Each sits a little above the size measured when it was set, so a
- * change that grows a bundle noticeably fails here and has to raise the budget on purpose. The
- * aim for PipelineBuilder + retry is 2 kB (cockatiel's retry: 1.6 kB measured the same way).
+ * Gzipped budgets, in bytes. Each sits a little above the size measured when it was set (2.69,
+ * 3.68 and 11.03 kB), so a change that grows a bundle noticeably fails here and has to raise the
+ * budget on purpose. The aim for PipelineBuilder + retry is 2 kB (cockatiel's retry: 1.59 kB
+ * measured the same way); most of what remains is option validation with its messages, the
+ * duration parser, the ambient context and Polly's backoff formulas.
  */
 const budgets = {
-  retry: 3_500,
-  retryTimeout: 4_600,
-  full: 14_000,
+  retry: 2_850,
+  retryTimeout: 3_900,
+  full: 11_700,
 } satisfies Record<keyof typeof resilEntries, number>;
 
 const lockOrStore = /\/strategies\/lock\/|\/stores\//;
