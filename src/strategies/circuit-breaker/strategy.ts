@@ -2,6 +2,7 @@ import type { ResilienceContext } from '../../pipeline/context.ts';
 import { parseDurationInRange } from '../../pipeline/duration.ts';
 import { describeValue, InvalidOptionError } from '../../pipeline/errors.ts';
 import { Outcome } from '../../pipeline/outcome.ts';
+import { isAbortOf } from '../../pipeline/should-handle.ts';
 import type {
   Callback,
   Next,
@@ -34,10 +35,6 @@ export function circuitBreakerStrategy(
     name: 'circuitBreaker',
     create: (environment) => new CircuitBreakerStrategy(options, environment),
   };
-}
-
-function isCallerAbort(outcome: Outcome<unknown, unknown>, context: ResilienceContext): boolean {
-  return !outcome.ok && context.signal.aborted && outcome.error === context.signal.reason;
 }
 
 class CircuitBreakerStrategy implements ResilienceStrategy {
@@ -133,7 +130,7 @@ class CircuitBreakerStrategy implements ResilienceStrategy {
     isProbe: boolean,
   ): Outcome<T, unknown> | Promise<Outcome<T, unknown>> {
     if (this.#shouldHandle === undefined) {
-      return this.#record(outcome, !outcome.ok && !isCallerAbort(outcome, context), context, isProbe);
+      return this.#record(outcome, !outcome.ok && !isAbortOf(context, outcome.error), context, isProbe);
     }
     const args: CircuitBreakerPredicateArguments = { outcome, context };
     return Promise.resolve(this.#shouldHandle(args)).then((handled) =>
@@ -149,7 +146,7 @@ class CircuitBreakerStrategy implements ResilienceStrategy {
   ): Outcome<T, unknown> | Promise<Outcome<T, unknown>> {
     const controller = this.#controller;
     // An aborted probe says nothing about the dependency's health.
-    if (!handled && controller.state === 'half-open' && isCallerAbort(outcome, context)) {
+    if (!handled && controller.state === 'half-open' && !outcome.ok && isAbortOf(context, outcome.error)) {
       if (isProbe) controller.releaseProbe();
       return outcome;
     }

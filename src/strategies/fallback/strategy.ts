@@ -1,6 +1,7 @@
 import type { ResilienceContext } from '../../pipeline/context.ts';
 import { InvalidOptionError } from '../../pipeline/errors.ts';
 import { Outcome } from '../../pipeline/outcome.ts';
+import { handleErrorsExceptAbort } from '../../pipeline/should-handle.ts';
 import type {
   Callback,
   Next,
@@ -64,9 +65,7 @@ class FallbackStrategy implements ResilienceStrategy {
     const outcome = await next(callback, context);
     if (outcome.ok && this.#shouldHandle === undefined) return outcome;
     const args: FallbackPredicateArguments<unknown> = { outcome, context };
-    const handle = this.#shouldHandle
-      ? await this.#shouldHandle(args)
-      : !(context.signal.aborted && outcome.error === context.signal.reason);
+    const handle = this.#shouldHandle ? await this.#shouldHandle(args) : handleErrorsExceptAbort(args);
     if (!handle) return outcome;
 
     const onFallbackArgs: OnFallbackArguments<unknown> = args;

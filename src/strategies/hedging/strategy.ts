@@ -3,6 +3,7 @@ import { DerivedSignal, type ResilienceContext } from '../../pipeline/context.ts
 import { type Duration, parseDuration } from '../../pipeline/duration.ts';
 import { InvalidOptionError } from '../../pipeline/errors.ts';
 import { Outcome } from '../../pipeline/outcome.ts';
+import { isAbortOf } from '../../pipeline/should-handle.ts';
 import type {
   Callback,
   Next,
@@ -257,7 +258,7 @@ class HedgingStrategy implements ResilienceStrategy {
   ): boolean | PromiseLike<boolean> {
     const shouldHandle = this.#options.shouldHandle;
     if (shouldHandle) return shouldHandle({ outcome, context, attemptNumber });
-    return !outcome.ok && !(context.signal.aborted && outcome.error === context.signal.reason);
+    return !outcome.ok && !isAbortOf(context, outcome.error);
   }
 
   async #generatedDelay(attemptNumber: number, context: ResilienceContext): Promise<number> {

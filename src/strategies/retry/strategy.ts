@@ -2,6 +2,7 @@ import type { ResilienceContext } from '../../pipeline/context.ts';
 import { durationMs, parseDuration } from '../../pipeline/duration.ts';
 import { checkCallbacks, checkOption } from '../../pipeline/errors.ts';
 import { Outcome } from '../../pipeline/outcome.ts';
+import { handleErrorsExceptAbort } from '../../pipeline/should-handle.ts';
 import type {
   Callback,
   Next,
@@ -16,12 +17,8 @@ import type { OnRetryArguments, RetryPredicateArguments, RetryStrategyOptions } 
 
 const backoffTypes: readonly unknown[] = ['constant', 'linear', 'exponential'];
 
-/** The default `shouldHandle`: every error except an abort of the caller's signal. */
-export function handleErrorsExceptAbort({ outcome, context }: RetryPredicateArguments): boolean {
-  if (outcome.ok) return false;
-  const signal = context.signal;
-  return !(signal.aborted && outcome.error === signal.reason);
-}
+// Public under this name since the retry strategy came first; shared with the other strategies.
+export { handleErrorsExceptAbort };
 
 /**
  * Retries the rest of the pipeline when `shouldHandle` says so, waiting between attempts on
