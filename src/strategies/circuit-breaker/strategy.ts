@@ -1,6 +1,6 @@
 import type { ResilienceContext } from '../../pipeline/context.ts';
-import { parseDurationInRange } from '../../pipeline/duration.ts';
-import { describeValue, InvalidOptionError } from '../../pipeline/errors.ts';
+import { parseDuration } from '../../pipeline/duration.ts';
+import { checkCallbacks, checkOption, describeValue } from '../../pipeline/errors.ts';
 import { Outcome } from '../../pipeline/outcome.ts';
 import { isAbortOf } from '../../pipeline/should-handle.ts';
 import type {
@@ -10,6 +10,7 @@ import type {
   StrategyEnvironment,
   StrategyFactory,
 } from '../../pipeline/strategy.ts';
+import { wholeNumber } from '../../pipeline/whole-number.ts';
 import { type CircuitBehavior, ConsecutiveFailuresBehavior, FailureRatioBehavior } from './behavior.ts';
 import { CircuitController } from './controller.ts';
 import { circuitBreakerDefaults, circuitBreakerLimits } from './defaults.ts';
@@ -42,44 +43,34 @@ class CircuitBreakerStrategy implements ResilienceStrategy {
   readonly #shouldHandle: CircuitBreakerStrategyOptions['shouldHandle'];
 
   constructor(options: CircuitBreakerStrategyOptions, environment: StrategyEnvironment) {
-    const handlerNames = [
+    checkCallbacks(options, 'circuitBreaker', [
       'shouldHandle',
       'breakDurationGenerator',
       'onOpened',
       'onClosed',
       'onHalfOpened',
-    ] as const;
-    for (const name of handlerNames) {
-      if (options[name] !== undefined && typeof options[name] !== 'function') {
-        throw new InvalidOptionError(`circuitBreaker.${name}`, options[name], 'a function');
-      }
-    }
+    ]);
     const { manualControl, stateProvider } = options;
-    if (manualControl !== undefined && !(manualControl instanceof CircuitBreakerManualControl)) {
-      throw new InvalidOptionError(
-        'circuitBreaker.manualControl',
-        manualControl,
-        'a CircuitBreakerManualControl',
-      );
-    }
-    if (stateProvider !== undefined) {
-      if (!(stateProvider instanceof CircuitBreakerStateProvider)) {
-        throw new InvalidOptionError(
-          'circuitBreaker.stateProvider',
-          stateProvider,
-          'a CircuitBreakerStateProvider',
-        );
-      }
-      if (stateProvider.isAttached) {
-        throw new InvalidOptionError(
-          'circuitBreaker.stateProvider',
-          stateProvider,
-          'a CircuitBreakerStateProvider not yet attached to a circuit breaker (each build() needs its own)',
-        );
-      }
-    }
+    checkOption(
+      'circuitBreaker.manualControl',
+      manualControl,
+      manualControl === undefined || manualControl instanceof CircuitBreakerManualControl,
+      'a CircuitBreakerManualControl',
+    );
+    checkOption(
+      'circuitBreaker.stateProvider',
+      stateProvider,
+      stateProvider === undefined || stateProvider instanceof CircuitBreakerStateProvider,
+      'a CircuitBreakerStateProvider',
+    );
+    checkOption(
+      'circuitBreaker.stateProvider',
+      stateProvider,
+      !stateProvider?.isAttached,
+      'a CircuitBreakerStateProvider not yet attached to a circuit breaker (each build() needs its own)',
+    );
     const { min, max } = circuitBreakerLimits.breakDuration;
-    const breakDuration = parseDurationInRange(
+    const breakDuration = parseDuration(
       options.breakDuration ?? circuitBreakerDefaults.breakDuration,
       'circuitBreaker.breakDuration',
       min,
@@ -159,54 +150,44 @@ function createBehavior(
   options: CircuitBreakerStrategyOptions,
   environment: StrategyEnvironment,
 ): CircuitBehavior {
-  const { consecutiveFailures } = options;
-  if (consecutiveFailures !== undefined) {
+  if (options.consecutiveFailures !== undefined) {
     const { min, max } = circuitBreakerLimits.consecutiveFailures;
-    if (
-      !Number.isSafeInteger(consecutiveFailures) ||
-      consecutiveFailures < min ||
-      consecutiveFailures > max
-    ) {
-      throw new InvalidOptionError(
-        'circuitBreaker.consecutiveFailures',
-        consecutiveFailures,
-        'a whole number >= 1',
-      );
-    }
+    const consecutiveFailures = wholeNumber(
+      options.consecutiveFailures,
+      'circuitBreaker.consecutiveFailures',
+      min,
+      max,
+    );
     const ratioOptions = (['failureRatio', 'minimumThroughput', 'samplingDuration'] as const).filter(
       (name) => options[name] !== undefined,
     );
-    if (ratioOptions.length > 0) {
-      throw new InvalidOptionError(
-        'circuitBreaker.consecutiveFailures',
-        consecutiveFailures,
-        `to be used without ${ratioOptions.join(', ')} (they configure the failure-ratio mode; got ${ratioOptions
-          .map((name) => `${name} ${describeValue(options[name])}`)
-          .join(', ')})`,
-      );
-    }
+    checkOption(
+      'circuitBreaker.consecutiveFailures',
+      consecutiveFailures,
+      ratioOptions.length === 0,
+      `to be used without ${ratioOptions.join(', ')} (they configure the failure-ratio mode; got ${ratioOptions
+        .map((name) => `${name} ${describeValue(options[name])}`)
+        .join(', ')})`,
+    );
     return new ConsecutiveFailuresBehavior(consecutiveFailures);
   }
 
   const failureRatio = options.failureRatio ?? circuitBreakerDefaults.failureRatio;
-  if (typeof failureRatio !== 'number' || !(failureRatio > 0 && failureRatio <= 1)) {
-    throw new InvalidOptionError('circuitBreaker.failureRatio', failureRatio, 'a number above 0, up to 1');
-  }
-  const minimumThroughput = options.minimumThroughput ?? circuitBreakerDefaults.minimumThroughput;
+  checkOption(
+    'circuitBreaker.failureRatio',
+    failureRatio,
+    typeof failureRatio === 'number' && failureRatio > 0 && failureRatio <= 1,
+    'a number above 0, up to 1',
+  );
   const throughputLimits = circuitBreakerLimits.minimumThroughput;
-  if (
-    !Number.isSafeInteger(minimumThroughput) ||
-    minimumThroughput < throughputLimits.min ||
-    minimumThroughput > throughputLimits.max
-  ) {
-    throw new InvalidOptionError(
-      'circuitBreaker.minimumThroughput',
-      minimumThroughput,
-      'a whole number >= 2',
-    );
-  }
+  const minimumThroughput = wholeNumber(
+    options.minimumThroughput ?? circuitBreakerDefaults.minimumThroughput,
+    'circuitBreaker.minimumThroughput',
+    throughputLimits.min,
+    throughputLimits.max,
+  );
   const { min, max } = circuitBreakerLimits.samplingDuration;
-  const samplingDuration = parseDurationInRange(
+  const samplingDuration = parseDuration(
     options.samplingDuration ?? circuitBreakerDefaults.samplingDuration,
     'circuitBreaker.samplingDuration',
     min,

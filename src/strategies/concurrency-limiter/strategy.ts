@@ -1,5 +1,5 @@
 import type { ResilienceContext } from '../../pipeline/context.ts';
-import { InvalidOptionError } from '../../pipeline/errors.ts';
+import { checkCallbacks } from '../../pipeline/errors.ts';
 import { Outcome } from '../../pipeline/outcome.ts';
 import type {
   Callback,
@@ -8,11 +8,11 @@ import type {
   StrategyEnvironment,
   StrategyFactory,
 } from '../../pipeline/strategy.ts';
+import { wholeNumber } from '../../pipeline/whole-number.ts';
 import { concurrencyLimiterDefaults } from './defaults.ts';
 import { ConcurrencyLimiterRejectedError } from './errors.ts';
 import type { ConcurrencyLimiterStrategyOptions, OnConcurrencyLimiterRejectedArguments } from './options.ts';
 import { WaiterQueue } from './waiter-queue.ts';
-import { wholeNumber } from './whole-number.ts';
 
 /**
  * Lets at most `permitLimit` executions run at once (a bulkhead); up to `queueLimit` more wait
@@ -52,9 +52,7 @@ class ConcurrencyLimiterStrategy implements ResilienceStrategy {
       'concurrencyLimiter.queueLimit',
       0,
     );
-    if (options.onRejected !== undefined && typeof options.onRejected !== 'function') {
-      throw new InvalidOptionError('concurrencyLimiter.onRejected', options.onRejected, 'a function');
-    }
+    checkCallbacks(options, 'concurrencyLimiter', ['onRejected']);
     this.#onRejected = options.onRejected;
     this.#environment = environment;
   }

@@ -1,5 +1,5 @@
 import type { ResilienceContext } from '../../pipeline/context.ts';
-import { InvalidOptionError } from '../../pipeline/errors.ts';
+import { checkCallbacks, checkOption } from '../../pipeline/errors.ts';
 import { Outcome } from '../../pipeline/outcome.ts';
 import { handleErrorsExceptAbort } from '../../pipeline/should-handle.ts';
 import type {
@@ -39,18 +39,13 @@ class FallbackStrategy implements ResilienceStrategy {
   readonly #environment: StrategyEnvironment;
 
   constructor(options: FallbackStrategyOptions<unknown, unknown>, environment: StrategyEnvironment) {
-    if (typeof options?.fallbackAction !== 'function') {
-      throw new InvalidOptionError(
-        'fallback.fallbackAction',
-        options?.fallbackAction,
-        'a function (it is required)',
-      );
-    }
-    for (const name of ['shouldHandle', 'onFallback'] as const) {
-      if (options[name] !== undefined && typeof options[name] !== 'function') {
-        throw new InvalidOptionError(`fallback.${name}`, options[name], 'a function');
-      }
-    }
+    checkOption(
+      'fallback.fallbackAction',
+      options?.fallbackAction,
+      typeof options?.fallbackAction === 'function',
+      'a function (it is required)',
+    );
+    checkCallbacks(options, 'fallback', ['shouldHandle', 'onFallback']);
     this.#fallbackAction = options.fallbackAction;
     this.#shouldHandle = options.shouldHandle;
     this.#onFallback = options.onFallback;

@@ -1,7 +1,7 @@
 import { runWithContext } from '../../pipeline/ambient.ts';
 import { DerivedSignal, type ResilienceContext } from '../../pipeline/context.ts';
 import { type Duration, parseDuration } from '../../pipeline/duration.ts';
-import { InvalidOptionError } from '../../pipeline/errors.ts';
+import { checkCallbacks } from '../../pipeline/errors.ts';
 import { Outcome } from '../../pipeline/outcome.ts';
 import { isAbortOf } from '../../pipeline/should-handle.ts';
 import type {
@@ -11,7 +11,7 @@ import type {
   StrategyEnvironment,
   StrategyFactory,
 } from '../../pipeline/strategy.ts';
-import { wholeNumber } from '../concurrency-limiter/whole-number.ts';
+import { wholeNumber } from '../../pipeline/whole-number.ts';
 import { hedgingDefaults, hedgingLimits } from './defaults.ts';
 import type { HedgingStrategyOptions, OnHedgingArguments } from './options.ts';
 
@@ -68,11 +68,7 @@ class HedgingStrategy implements ResilienceStrategy {
         max,
       ) + 1;
     this.#delay = parseHedgingDelay(options.delay ?? hedgingDefaults.delay, 'hedging.delay');
-    for (const name of ['delayGenerator', 'shouldHandle', 'actionGenerator', 'onHedging'] as const) {
-      if (options[name] !== undefined && typeof options[name] !== 'function') {
-        throw new InvalidOptionError(`hedging.${name}`, options[name], 'a function');
-      }
-    }
+    checkCallbacks(options, 'hedging', ['delayGenerator', 'shouldHandle', 'actionGenerator', 'onHedging']);
     this.#options = options;
     this.#environment = environment;
   }

@@ -1,5 +1,5 @@
 import type { ResilienceContext } from '../../pipeline/context.ts';
-import { InvalidOptionError } from '../../pipeline/errors.ts';
+import { checkCallbacks, checkOption, InvalidOptionError } from '../../pipeline/errors.ts';
 import { Outcome } from '../../pipeline/outcome.ts';
 import type {
   Callback,
@@ -70,13 +70,9 @@ class RateLimiterStrategy implements ResilienceStrategy {
   readonly #environment: StrategyEnvironment;
 
   constructor(options: RateLimiterStrategyOptions, environment: StrategyEnvironment) {
-    if (typeof options !== 'object' || options === null) {
-      throw new InvalidOptionError('rateLimiter', options, 'an options object');
-    }
+    checkOption('rateLimiter', options, typeof options === 'object' && options !== null, 'an options object');
     this.#limiter = createLimiter(options, environment);
-    if (options.onRejected !== undefined && typeof options.onRejected !== 'function') {
-      throw new InvalidOptionError('rateLimiter.onRejected', options.onRejected, 'a function');
-    }
+    checkCallbacks(options, 'rateLimiter', ['onRejected']);
     this.#onRejected = options.onRejected;
     this.#environment = environment;
   }

@@ -1,4 +1,4 @@
-import { InvalidOptionError } from '../../pipeline/errors.ts';
+import { InvalidOptionError } from './errors.ts';
 
 /** Returns `value` when it is a whole number >= `min`; otherwise throws `InvalidOptionError` naming `option`. */
 export function wholeNumber(
