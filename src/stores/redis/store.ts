@@ -98,15 +98,10 @@ export class RedisLockStore implements LockStore, RunLedger {
 
   // acquire, renew and release are the hot path: no async wrapper, no named closures.
   acquire(key: string, owner: string, ttlMs: number): Promise<number | undefined> {
-    let lease: string;
-    let ttl: number;
-    try {
-      lease = this.#keys.lease(checkKey(key));
-      ttl = checkTtl(ttlMs);
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    const args = [lease, this.#keys.token(key), owner, ttl];
+    const invalid = rejectInvalidLease(key, ttlMs);
+    if (invalid) return invalid;
+    const lease = this.#keys.lease(key);
+    const args = [lease, this.#keys.token(key), owner, pxTtl(ttlMs)];
     if (this.#waitForReplicas > 0) return this.#acquireReplicated(key, args);
     const client = this.#client;
     return this.#bounded
@@ -145,15 +140,9 @@ export class RedisLockStore implements LockStore, RunLedger {
   }
 
   renew(key: string, owner: string, ttlMs: number): Promise<boolean> {
-    let lease: string;
-    let ttl: number;
-    try {
-      lease = this.#keys.lease(checkKey(key));
-      ttl = checkTtl(ttlMs);
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    const args = [lease, owner, ttl];
+    const invalid = rejectInvalidLease(key, ttlMs);
+    if (invalid) return invalid;
+    const args = [this.#keys.lease(key), owner, pxTtl(ttlMs)];
     if (this.#waitForReplicas > 0) {
       return this.#bounded
         .run('renew', key, (load) => this.#withWait(storeScripts.renew, load, args))
@@ -393,11 +382,30 @@ function checkKey(key: string, name = 'key'): string {
   return key;
 }
 
-/** PX wants a whole number of ms > 0; round up so a lease never ends before it was asked to. */
+/** PX wants a whole number of ms > 0. */
 function checkTtl(ttlMs: number): number {
   if (!(ttlMs > 0) || !Number.isFinite(ttlMs))
     throw new InvalidOptionError('ttlMs', ttlMs, 'a number of ms > 0');
+  return pxTtl(ttlMs);
+}
+
+/** Rounds up, so a lease never ends before it was asked to. */
+function pxTtl(ttlMs: number): number {
   return Math.ceil(ttlMs);
+}
+
+/**
+ * The `checkKey` / `checkTtl` error as a rejected promise, or `undefined` when both are valid:
+ * acquire and renew reject rather than throw, without an async wrapper.
+ */
+function rejectInvalidLease(key: string, ttlMs: number): Promise<never> | undefined {
+  try {
+    checkKey(key);
+    checkTtl(ttlMs);
+    return undefined;
+  } catch (error) {
+    return Promise.reject(error);
+  }
 }
 
 function checkToken(token: number, name: string): void {
