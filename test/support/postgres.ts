@@ -22,6 +22,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { freePort, type SpawnedProcess, spawnProcess } from './processes.ts';
+import { sharedServiceUrl } from './services.ts';
 
 const run = promisify(execFile);
 
@@ -241,32 +242,19 @@ let shared: Promise<string | undefined> | undefined;
  * `RESIL_REQUIRE_SERVICES=1` a missing database throws instead of skipping.
  */
 export function databaseUrlForTests(): Promise<string | undefined> {
-  shared ??= findDatabaseUrl();
+  shared ??= sharedServiceUrl({
+    name: 'PostgreSQL',
+    urlVariable: 'DATABASE_URL',
+    binary: 'postgres',
+    missing: () =>
+      findBinaries() === undefined ? 'postgres is not on PATH nor in /usr/lib/postgresql' : undefined,
+    start: async () => {
+      const server = await startPostgresServer();
+      process.once('beforeExit', () => void server.stop());
+      return server.url;
+    },
+  });
   return shared;
-}
-
-async function findDatabaseUrl(): Promise<string | undefined> {
-  const fromEnv = process.env.DATABASE_URL;
-  if (fromEnv) return fromEnv;
-  if (findBinaries() === undefined) {
-    return unavailable('DATABASE_URL is not set and postgres is not on PATH nor in /usr/lib/postgresql');
-  }
-  try {
-    const server = await startPostgresServer();
-    process.once('beforeExit', () => void server.stop());
-    return server.url;
-  } catch (error) {
-    return unavailable(`could not start postgres: ${(error as Error).message}`);
-  }
-}
-
-function unavailable(reason: string): undefined {
-  const message = `PostgreSQL tests skipped: ${reason}.`;
-  if (process.env.RESIL_REQUIRE_SERVICES === '1') {
-    throw new Error(`${message} RESIL_REQUIRE_SERVICES=1 makes this a failure.`);
-  }
-  console.warn(message);
-  return undefined;
 }
 
 /** A schema name unique to this test file and run: `resil_test_<label>_<random>`. */

@@ -20,6 +20,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { Cluster, Redis } from 'ioredis';
 import { commandExists, freePort, type SpawnedProcess, spawnProcess, waitUntil } from './processes.ts';
+import { sharedServiceUrl, skipOrFail } from './services.ts';
 
 const run = promisify(execFile);
 
@@ -52,30 +53,14 @@ let sharedUrl: Promise<string | undefined> | undefined;
  * With `RESIL_REQUIRE_SERVICES=1` a missing server throws instead of skipping.
  */
 export function redisUrlForTests(): Promise<string | undefined> {
-  sharedUrl ??= findRedisUrl();
+  sharedUrl ??= sharedServiceUrl({
+    name: 'Redis',
+    urlVariable: 'REDIS_URL',
+    binary: 'redis-server',
+    missing: () => (redisServerAvailable() ? undefined : 'redis-server is not on PATH'),
+    start: async () => (await startRedisServer()).url,
+  });
   return sharedUrl;
-}
-
-async function findRedisUrl(): Promise<string | undefined> {
-  const fromEnv = process.env.REDIS_URL;
-  if (fromEnv) return fromEnv;
-  if (!redisServerAvailable()) {
-    return unavailable('REDIS_URL is not set and redis-server is not on PATH');
-  }
-  try {
-    return (await startRedisServer()).url;
-  } catch (error) {
-    return unavailable(`could not start redis-server: ${(error as Error).message}`);
-  }
-}
-
-function unavailable(reason: string): undefined {
-  const message = `Redis tests skipped: ${reason}.`;
-  if (process.env.RESIL_REQUIRE_SERVICES === '1') {
-    throw new Error(`${message} RESIL_REQUIRE_SERVICES=1 makes this a failure.`);
-  }
-  console.warn(message);
-  return undefined;
 }
 
 /** True when a private server can be started (fault tests skip otherwise, or fail under RESIL_REQUIRE_SERVICES=1). */
@@ -90,10 +75,7 @@ export function privateRedisUnavailableReason(
   const missing = binaries.filter((binary) => !commandExists(binary));
   if (missing.length === 0) return undefined;
   const reason = `${missing.join(', ')} not on PATH`;
-  if (process.env.RESIL_REQUIRE_SERVICES === '1') {
-    throw new Error(`Redis fault tests need ${reason}; RESIL_REQUIRE_SERVICES=1 makes this a failure.`);
-  }
-  console.warn(`Redis fault tests skipped: ${reason}.`);
+  skipOrFail(`Redis fault tests skipped: ${reason}.`);
   return reason;
 }
 
