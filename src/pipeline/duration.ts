@@ -43,10 +43,6 @@ export function parseDuration(value: unknown, option: string, min = 0, max = Inf
   return ms;
 }
 
-/** {@link parseDuration} with a range: checks `min <= ms <= max`. */
-export const parseDurationInRange: (value: unknown, option: string, min: number, max: number) => number =
-  parseDuration;
-
 /** Renders milliseconds in the largest unit that divides them: `30s`, `250ms`, `1h`. */
 export function formatDuration(ms: number): string {
   for (const unit of ['d', 'h', 'm', 's'] as const) {

@@ -1,5 +1,5 @@
 import type { Pool, QueryResult, QueryResultRow } from 'pg';
-import { parseDurationInRange } from '../../pipeline/duration.ts';
+import { parseDuration } from '../../pipeline/duration.ts';
 import { InvalidOptionError } from '../../pipeline/errors.ts';
 import { StaleTokenError } from '../../strategies/lock/errors.ts';
 import type { RunLedger, RunRecord } from '../../strategies/lock/run-ledger.ts';
@@ -153,7 +153,7 @@ export class PostgresLockStore implements LockStore, RunLedger {
     this.#pool = pool;
     this.#tables = resolveTables(options);
     this.#sql = statements(this.#tables);
-    this.#timeoutMs = parseDurationInRange(
+    this.#timeoutMs = parseDuration(
       options.timeout ?? postgresLockStoreDefaults.timeout,
       'timeout',
       1,
@@ -212,7 +212,7 @@ export class PostgresLockStore implements LockStore, RunLedger {
     options: { retentionMs?: number; historyLimit?: number } = {},
   ): Promise<void> {
     checkRecord(record);
-    const retentionMs = parseDurationInRange(
+    const retentionMs = parseDuration(
       options.retentionMs ?? postgresLockStoreDefaults.retentionMs,
       'retentionMs',
       0,

@@ -1,5 +1,5 @@
 import type { Cluster, Redis } from 'ioredis';
-import { parseDurationInRange } from '../../pipeline/duration.ts';
+import { parseDuration } from '../../pipeline/duration.ts';
 import { InvalidOptionError } from '../../pipeline/errors.ts';
 import { StaleTokenError, StoreUnavailableError } from '../../strategies/lock/errors.ts';
 import type { RunLedger, RunRecord } from '../../strategies/lock/run-ledger.ts';
@@ -63,7 +63,7 @@ export class RedisLockStore implements LockStore, RunLedger {
     const prefix = options.prefix ?? redisLockStoreDefaults.prefix;
     if (typeof prefix !== 'string') throw new InvalidOptionError('prefix', prefix, 'a string');
     const { commandTimeout: timeoutLimits, replicaTimeout: replicaLimits } = redisLockStoreLimits;
-    const commandTimeout = parseDurationInRange(
+    const commandTimeout = parseDuration(
       options.commandTimeout ?? redisLockStoreDefaults.commandTimeout,
       'commandTimeout',
       timeoutLimits.min,
@@ -73,7 +73,7 @@ export class RedisLockStore implements LockStore, RunLedger {
     if (!Number.isSafeInteger(waitForReplicas) || waitForReplicas < 0) {
       throw new InvalidOptionError('waitForReplicas', waitForReplicas, 'an integer >= 0');
     }
-    const replicaTimeout = parseDurationInRange(
+    const replicaTimeout = parseDuration(
       options.replicaTimeout ?? redisLockStoreDefaults.replicaTimeout,
       'replicaTimeout',
       replicaLimits.min,
@@ -279,7 +279,7 @@ export class RedisLockStore implements LockStore, RunLedger {
     const ttl =
       options.ttl === undefined
         ? ''
-        : String(checkTtl(parseDurationInRange(options.ttl, 'ttl', 1, Number.MAX_SAFE_INTEGER)));
+        : String(checkTtl(parseDuration(options.ttl, 'ttl', 1, Number.MAX_SAFE_INTEGER)));
     const highest = await this.#writeScript('fencedSet', resource, storeScripts.fencedSet, [
       this.#keys.fence(resource),
       this.#keys.value(resource, name),
