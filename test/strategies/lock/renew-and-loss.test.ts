@@ -27,6 +27,18 @@ function setUp(options: Partial<LockStrategyOptions> = {}) {
 
 const eventNames = (events: TelemetryEvent[]) => events.map((event) => event.event);
 
+/** Settles a callback that runs until its signal aborts; `abortedAt()` is when it aborted (monotonic ms). */
+function settleUntilAborted({ pipeline, time }: ReturnType<typeof setUp>) {
+  let abortedAt: number | undefined;
+  const result = pipeline.settle(async ({ signal }) => {
+    signal.addEventListener('abort', () => {
+      abortedAt = time.monotonic();
+    });
+    await untilAborted(signal);
+  });
+  return { result, abortedAt: () => abortedAt };
+}
+
 describe('lock: renew', () => {
   it('renews every ttl / 3 to now + ttl while the callback runs', async () => {
     const { pipeline, store, time, lost } = setUp();
@@ -115,47 +127,37 @@ describe('lock: lose', () => {
   });
 
   it('loses the lease when store errors last until the local estimate expires, not a moment before', async () => {
-    const { pipeline, store, time, lost } = setUp();
+    const setup = setUp();
+    const { store, time, lost } = setup;
     store.onRenew = () => Promise.reject(new Error('ETIMEDOUT'));
-    let abortedAt: number | undefined;
-    const result = pipeline.settle(async ({ signal }) => {
-      signal.addEventListener('abort', () => {
-        abortedAt = time.monotonic();
-      });
-      await untilAborted(signal);
-    });
+    const run = settleUntilAborted(setup);
     await time.advance(29_999);
-    expect(abortedAt).toBeUndefined();
+    expect(run.abortedAt()).toBeUndefined();
     expect(store.times('renew')).toEqual([
       10_000, 10_050, 10_150, 10_350, 10_750, 11_550, 12_550, 13_550, 14_550, 15_550, 16_550, 17_550, 18_550,
       19_550, 20_550, 21_550, 22_550, 23_550, 24_550, 25_550, 26_550, 27_550, 28_550, 29_550,
     ]);
     await time.advance(1);
-    expect(abortedAt).toBe(30_000);
-    expect((await result).error).toBeInstanceOf(LockLostError);
+    expect(run.abortedAt()).toBe(30_000);
+    expect((await run.result).error).toBeInstanceOf(LockLostError);
     expect(lost).toHaveLength(1);
     expect(time.pendingTimers).toBe(0);
   });
 
   it('counts the estimate from before the acquire request was sent', async () => {
-    const { pipeline, store, time } = setUp();
+    const setup = setUp();
+    const { store, time } = setup;
     // The acquire takes 5 s to answer; the store's lease may have started any time in between.
     store.onAcquire = async (key, owner, ttl) => {
       await delay(time, 5_000);
       return store.realAcquire(key, owner, ttl);
     };
     store.onRenew = () => Promise.reject(new Error('ETIMEDOUT'));
-    let abortedAt: number | undefined;
-    const result = pipeline.settle(async ({ signal }) => {
-      signal.addEventListener('abort', () => {
-        abortedAt = time.monotonic();
-      });
-      await untilAborted(signal);
-    });
+    const run = settleUntilAborted(setup);
     await time.advance(40_000);
     expect(store.times('renew')[0]).toBe(10_000);
-    expect(abortedAt).toBe(30_000);
-    expect((await result).error).toBeInstanceOf(LockLostError);
+    expect(run.abortedAt()).toBe(30_000);
+    expect((await run.result).error).toBeInstanceOf(LockLostError);
   });
 
   it('loses the lease when a renewal request hangs past the estimate', async () => {
@@ -174,20 +176,15 @@ describe('lock: lose', () => {
   });
 
   it('measures the estimate from the last successful renewal request', async () => {
-    const { pipeline, store, time } = setUp();
+    const setup = setUp();
+    const { store, time } = setup;
     let renewals = 0;
     store.onRenew = (key, owner, ttl) =>
       renewals++ === 0 ? store.realRenew(key, owner, ttl) : Promise.reject(new Error('down'));
-    let abortedAt: number | undefined;
-    const result = pipeline.settle(async ({ signal }) => {
-      signal.addEventListener('abort', () => {
-        abortedAt = time.monotonic();
-      });
-      await untilAborted(signal);
-    });
+    const run = settleUntilAborted(setup);
     await time.advance(60_000);
-    expect(abortedAt).toBe(40_000);
-    await result;
+    expect(run.abortedAt()).toBe(40_000);
+    await run.result;
   });
 
   it('returns the success of a callback that ignores its signal after the loss', async () => {
