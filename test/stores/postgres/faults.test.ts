@@ -66,6 +66,36 @@ describe.skipIf(!databaseUrl)('PostgresLockStore under faults, with real process
     await pool.end();
   });
 
+  /**
+   * Waits for the paused holder's lease on `key` to expire, takes it as `successor`, and writes
+   * 'successor' to `resource` fenced by the new token. Resolves to that token.
+   */
+  async function successorWrites(key: string, resource: string): Promise<number> {
+    const taken = (await waitUntil(
+      'the paused holder’s lease to expire',
+      () => store.acquire(key, 'successor', 30_000),
+      { timeoutMs: ttlMs + 2_000, intervalMs: 20 },
+    )) as number;
+    await withFencedTransaction(
+      pool,
+      resource,
+      taken,
+      (client) =>
+        client.query(`INSERT INTO ${schema}.reports (resource, body) VALUES ($1, 'successor')`, [resource]),
+      { schema },
+    );
+    return taken;
+  }
+
+  /** The bodies written to `resource`, oldest first. */
+  async function bodiesOf(resource: string): Promise<string[]> {
+    const rows = await pool.query<{ body: string }>(
+      `SELECT body FROM ${schema}.reports WHERE resource = $1 ORDER BY id`,
+      [resource],
+    );
+    return rows.rows.map((row) => row.body);
+  }
+
   it('kill -9 of a holder: its lease is not released, and another owner acquires within one ttl with a higher token', async () => {
     const { holder, token } = await startHolder('crash', 'unused', 0);
     holders.push(holder);
@@ -97,20 +127,8 @@ describe.skipIf(!databaseUrl)('PostgresLockStore under faults, with real process
     await holder.waitForOutput(/^write ok 2$/, 5_000);
 
     holder.kill('SIGSTOP');
-    const taken = (await waitUntil(
-      'the paused holder’s lease to expire',
-      () => store.acquire('pause', 'successor', 30_000),
-      { timeoutMs: ttlMs + 2_000, intervalMs: 20 },
-    )) as number;
+    const taken = await successorWrites('pause', resource);
     expect(taken).toBeGreaterThan(token);
-    await withFencedTransaction(
-      pool,
-      resource,
-      taken,
-      (client) =>
-        client.query(`INSERT INTO ${schema}.reports (resource, body) VALUES ($1, 'successor')`, [resource]),
-      { schema },
-    );
 
     holder.kill('SIGCONT');
     await holder.waitForOutput(/^lost$/, 5_000);
@@ -127,11 +145,7 @@ describe.skipIf(!databaseUrl)('PostgresLockStore under faults, with real process
     expect(stale.every((line) => line.endsWith(` ${taken}`))).toBe(true);
     // A write the pause caught inside its transaction is ended by the server (an error, rolled
     // back); every later one is stale. So nothing the holder wrote landed after the successor.
-    const rows = await pool.query<{ body: string }>(
-      `SELECT body FROM ${schema}.reports WHERE resource = $1 ORDER BY id`,
-      [resource],
-    );
-    const bodies = rows.rows.map((row) => row.body);
+    const bodies = await bodiesOf(resource);
     expect(bodies.at(-1)).toBe('successor');
     expect(bodies).toHaveLength(count(output, /^write ok/) + 1);
     expect(count(output, /^write error/)).toBeLessThanOrEqual(1);
@@ -144,20 +158,8 @@ describe.skipIf(!databaseUrl)('PostgresLockStore under faults, with real process
     await holder.waitForOutput(/^in transaction 1$/, 5_000);
     holder.kill('SIGSTOP');
 
-    const taken = (await waitUntil(
-      'the paused holder’s lease to expire',
-      () => store.acquire('pause-mid', 'successor', 30_000),
-      { timeoutMs: ttlMs + 2_000, intervalMs: 20 },
-    )) as number;
     // The holder's open transaction locks the fence row until the server ends its idle session.
-    await withFencedTransaction(
-      pool,
-      resource,
-      taken,
-      (client) =>
-        client.query(`INSERT INTO ${schema}.reports (resource, body) VALUES ($1, 'successor')`, [resource]),
-      { schema },
-    );
+    await successorWrites('pause-mid', resource);
 
     holder.kill('SIGCONT');
     await holder.waitForOutput(/^write error 1 /, 5_000);
@@ -169,11 +171,7 @@ describe.skipIf(!databaseUrl)('PostgresLockStore under faults, with real process
     await holder.exited;
 
     expect(count(holder.output(), /^write ok/)).toBe(0);
-    const rows = await pool.query<{ body: string }>(
-      `SELECT body FROM ${schema}.reports WHERE resource = $1`,
-      [resource],
-    );
-    expect(rows.rows.map((row) => row.body)).toEqual(['successor']);
+    expect(await bodiesOf(resource)).toEqual(['successor']);
   });
 
   describe.skipIf(!postgresServerAvailable())('a private server that stalls and dies', () => {
