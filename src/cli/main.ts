@@ -6,7 +6,7 @@ import { createStyles, shouldColor } from './output.ts';
 import { type CommandHelpers, createProgram } from './program.ts';
 
 /** Exit codes shared by every command. */
-export const exitCodes = { ok: 0, failure: 1, usage: 2, config: 2 } as const;
+const exitCodes = { ok: 0, failure: 1, usage: 2, config: 2 } as const;
 
 /** Closing a store's connection must not hold the exit up. */
 const closeDeadlineMs = 1_000;

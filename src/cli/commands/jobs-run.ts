@@ -6,10 +6,10 @@ import { createLogger } from '../logger.ts';
 import type { CommandHelpers } from '../program.ts';
 
 /** `resil jobs run` exit codes (CONTRACT.md). */
-export const jobsRunExitCodes = { success: 0, failure: 1, configError: 2, lockHeld: 3 } as const;
+const jobsRunExitCodes = { success: 0, failure: 1, configError: 2, lockHeld: 3 } as const;
 
 /** Exit code for a manual run's result: a skip because the store is down is a failure to run. */
-export function exitCodeOf(result: FireResult): number {
+function exitCodeOf(result: FireResult): number {
   if (result.outcome === 'success') return jobsRunExitCodes.success;
   if (result.outcome === 'failure' || result.reason === 'store-unavailable') return jobsRunExitCodes.failure;
   return jobsRunExitCodes.lockHeld;

@@ -33,7 +33,7 @@ function checkIdentifier(option: string, value: unknown, maxBytes: number): stri
 }
 
 /** Quotes an identifier for SQL: the name is taken literally, case and all. */
-export function quoteIdentifier(name: string): string {
+function quoteIdentifier(name: string): string {
   return `"${name.replaceAll('"', '""')}"`;
 }
 

@@ -36,7 +36,7 @@ export function guardErrorEvents(client: EventEmitter): void {
 const commandsWithCredentials = new Set(['auth', 'hello']);
 
 /** Masks the arguments of an `AUTH`/`HELLO` command attached to an ioredis error, in place. */
-export function maskCommandCredentials(error: unknown): void {
+function maskCommandCredentials(error: unknown): void {
   if (typeof error !== 'object' || error === null) return;
   const command = (error as { command?: { name?: unknown; args?: unknown } }).command;
   if (

@@ -18,7 +18,7 @@ import { createHash } from 'node:crypto';
  * starting at 1, so tokens stay above any issued before the restart: a counter only ever gets
  * ahead of the clock by one per acquisition. `%d` because Lua's tostring() would print 1.7e+15.
  */
-export const acquireScript = `
+const acquireScript = `
 if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return false end
 local token = redis.call('INCR', KEYS[2])
 if token == 1 then
@@ -30,19 +30,19 @@ return token
 `;
 
 /** KEYS: lease. ARGV: owner, ttl ms. Returns 1 when renewed, 0 when the lease is not the owner's. */
-export const renewScript = `
+const renewScript = `
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
 return 0
 `;
 
 /** KEYS: lease. ARGV: owner. Deletes the lease only when it is the owner's. */
-export const releaseScript = `
+const releaseScript = `
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
 `;
 
 /** KEYS: lease, token. Returns nil, or { owner, token, pttl, time seconds, time microseconds }. */
-export const inspectScript = `
+const inspectScript = `
 local owner = redis.call('GET', KEYS[1])
 if not owner then return false end
 local time = redis.call('TIME')
@@ -54,7 +54,7 @@ return { owner, redis.call('GET', KEYS[2]) or '0', redis.call('PTTL', KEYS[1]), 
  * scheduledAt, retention ms. Returns nil when recorded, or the highest token when `token` is
  * lower (nothing written).
  */
-export const recordRunScript = `
+const recordRunScript = `
 local highest = redis.call('HGET', KEYS[1], 'token')
 if highest and tonumber(ARGV[1]) < tonumber(highest) then return highest end
 redis.call('HSET', KEYS[1], 'token', ARGV[1], 'retention', ARGV[6])
@@ -80,7 +80,7 @@ local oldest = now - tonumber(redis.call('HGET', KEYS[1], 'retention') or ARGV[1
 `;
 
 /** KEYS: ledger, done. ARGV: default retention ms, scheduledAt. Returns 1 when completed within retention. */
-export const isCompletedScript = `
+const isCompletedScript = `
 local score = redis.call('ZSCORE', KEYS[2], ARGV[2])
 if not score then return 0 end
 ${oldestKept}
@@ -89,7 +89,7 @@ return 1
 `;
 
 /** KEYS: ledger, done. ARGV: default retention ms. Returns the latest completed occurrence within retention, or nil. */
-export const lastCompletedScript = `
+const lastCompletedScript = `
 ${oldestKept}
 local latest = redis.call('ZREVRANGEBYSCORE', KEYS[2], '+inf', string.format('%d', oldest), 'LIMIT', 0, 1)
 return latest[1] or false
@@ -99,7 +99,7 @@ return latest[1] or false
  * KEYS: fence, value. ARGV: token, value, ttl ms ('' for none). Writes the value and records the
  * token when it is >= the highest recorded; returns nil then, else the highest token (nothing written).
  */
-export const fencedSetScript = `
+const fencedSetScript = `
 local highest = redis.call('GET', KEYS[1])
 if highest and tonumber(ARGV[1]) < tonumber(highest) then return highest end
 if highest ~= ARGV[1] then redis.call('SET', KEYS[1], ARGV[1]) end
