@@ -6,12 +6,18 @@ import {
   isBrokenCircuitError,
   PipelineBuilder,
   ResiliencePipelineBuilder,
+  retryStrategy,
   type TelemetryEvent,
 } from 'resil';
 import { FakeTimeProvider } from 'resil/testing';
 import { describe, expect, it } from 'vitest';
 
 class Boom extends Error {}
+
+const callbackError = new Error('callback failed');
+function thrower(): never {
+  throw callbackError;
+}
 
 function setup<R>(options: FallbackStrategyOptions<R>) {
   const events: TelemetryEvent[] = [];
@@ -82,6 +88,27 @@ describe('fallback', () => {
     const outcome = await pipeline.settle(() => Promise.reject(new Boom()));
     expect(outcome.error).toBe(replacement);
   });
+
+  it.each([
+    ['shouldHandle', { shouldHandle: () => thrower() }],
+    ['onFallback', { onFallback: () => thrower() }],
+    ['an async onFallback', { onFallback: async () => thrower() }],
+  ] as const)(
+    'a throwing %s fails the execution with its error (an outer retry sees it)',
+    async (_, callbacks) => {
+      const pipeline = new PipelineBuilder()
+        .add(retryStrategy({ maxRetryAttempts: 1, delay: 0 }))
+        .add(fallbackStrategy({ ...callbacks, fallbackAction: () => 'default' }))
+        .build();
+      let calls = 0;
+      const outcome = await pipeline.settle(() => {
+        calls++;
+        return Promise.reject(new Boom());
+      });
+      expect(outcome.error).toBe(callbackError);
+      expect(calls).toBe(2);
+    },
+  );
 
   it('a fallbackAction may return undefined', async () => {
     const { pipeline } = setup({ fallbackAction: () => undefined });

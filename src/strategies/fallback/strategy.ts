@@ -59,17 +59,18 @@ class FallbackStrategy implements ResilienceStrategy {
   ): Promise<Outcome<T, unknown>> {
     const outcome = await next(callback, context);
     if (outcome.ok && this.#shouldHandle === undefined) return outcome;
-    const args: FallbackPredicateArguments<unknown> = { outcome, context };
-    const handle = this.#shouldHandle ? await this.#shouldHandle(args) : handleErrorsExceptAbort(args);
-    if (!handle) return outcome;
-
-    const onFallbackArgs: OnFallbackArguments<unknown> = args;
-    this.#environment.report('OnFallback', context, onFallbackArgs);
-    if (this.#onFallback) await this.#onFallback(onFallbackArgs);
     try {
+      const args: FallbackPredicateArguments<unknown> = { outcome, context };
+      const handle = this.#shouldHandle ? await this.#shouldHandle(args) : handleErrorsExceptAbort(args);
+      if (!handle) return outcome;
+
+      const onFallbackArgs: OnFallbackArguments<unknown> = args;
+      this.#environment.report('OnFallback', context, onFallbackArgs);
+      if (this.#onFallback) await this.#onFallback(onFallbackArgs);
       // The pipeline is not typed by result: the caller vouches that the fallback value fits T.
       return Outcome.success((await this.#fallbackAction(args)) as T);
     } catch (error) {
+      // shouldHandle, onFallback and fallbackAction alike: their error is the execution's.
       return Outcome.failure(error);
     }
   }
