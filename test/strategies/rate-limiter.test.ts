@@ -8,6 +8,7 @@ import {
   ResiliencePipelineBuilder,
   rateLimiterDefaults,
   rateLimiterStrategy,
+  retryStrategy,
   SlidingWindowRateLimiter,
   type TelemetryEvent,
   TokenBucketRateLimiter,
@@ -234,6 +235,55 @@ describe('rate limiter strategy', () => {
     expect(events[0]).toMatchObject({ event: 'OnRateLimiterRejected', strategy: 'rate-limiter' });
     expect(events[0]!.context.operationKey).toBe('second');
     expect(events[0]!.args).toMatchObject({ retryAfter: 1_000 });
+  });
+
+  it('a throwing onRejected fails the execution with its error (an outer retry sees it)', async () => {
+    const time = new FakeTimeProvider();
+    const thrown = new Error('onRejected failed');
+    let calls = 0;
+    const pipeline = new PipelineBuilder({ timeProvider: time })
+      .add(retryStrategy({ maxRetryAttempts: 1, delay: 0 }))
+      .add(
+        rateLimiterStrategy({
+          tokenLimit: 1,
+          onRejected: () => {
+            calls++;
+            throw thrown;
+          },
+        }),
+      )
+      .build();
+    await pipeline.execute(() => 1);
+    expect((await pipeline.settle(() => 2)).error).toBe(thrown);
+    expect(calls).toBe(2);
+  });
+
+  it('a custom limiter whose acquire() throws fails the execution with its error (an outer retry sees it)', async () => {
+    const thrown = new Error('limiter broken');
+    let ran = false;
+    let calls = 0;
+    const pipeline = new PipelineBuilder()
+      .add(retryStrategy({ maxRetryAttempts: 1, delay: 0 }))
+      .add(
+        rateLimiterStrategy({
+          limiter: {
+            acquire: () => {
+              calls++;
+              throw thrown;
+            },
+          },
+        }),
+      )
+      .build();
+    expect(
+      (
+        await pipeline.settle(() => {
+          ran = true;
+        })
+      ).error,
+    ).toBe(thrown);
+    expect(calls).toBe(2);
+    expect(ran).toBe(false);
   });
 
   it('creates one limiter per build(), on the pipeline clock', async () => {

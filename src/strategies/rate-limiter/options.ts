@@ -43,7 +43,10 @@ export interface OnRateLimiterRejectedArguments {
 }
 
 interface RateLimiterCallbacks {
-  /** Called when an execution is rejected, before the rejection is returned. */
+  /**
+   * Called when an execution is rejected, before the rejection is returned. If it throws, the
+   * execution fails with its error instead.
+   */
   onRejected?: (args: OnRateLimiterRejectedArguments) => void | PromiseLike<void>;
 }
 

@@ -78,7 +78,13 @@ class RateLimiterStrategy implements ResilienceStrategy {
   }
 
   execute<T>(callback: Callback<T>, context: ResilienceContext, next: Next): Promise<Outcome<T, unknown>> {
-    const decision = this.#limiter.acquire(context);
+    let decision: RateLimitDecision | Promise<RateLimitDecision>;
+    try {
+      decision = this.#limiter.acquire(context);
+    } catch (error) {
+      // A custom limiter that throws fails this execution, like a throwing option callback.
+      return Promise.resolve(Outcome.failure(error));
+    }
     if (typeof (decision as Partial<PromiseLike<unknown>>).then === 'function') {
       return this.#afterQueue(decision as Promise<RateLimitDecision>, callback, context, next);
     }
@@ -112,7 +118,11 @@ class RateLimiterStrategy implements ResilienceStrategy {
   async #reject<T>(context: ResilienceContext, retryAfter: number | undefined): Promise<Outcome<T, unknown>> {
     const args: OnRateLimiterRejectedArguments = { context, retryAfter };
     this.#environment.report('OnRateLimiterRejected', context, args);
-    if (this.#onRejected) await this.#onRejected(args);
+    try {
+      if (this.#onRejected) await this.#onRejected(args);
+    } catch (error) {
+      return Outcome.failure(error);
+    }
     return Outcome.failure(new RateLimiterRejectedError(retryAfter));
   }
 }
