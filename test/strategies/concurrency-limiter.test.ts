@@ -7,6 +7,7 @@ import {
   isRejection,
   PipelineBuilder,
   ResiliencePipelineBuilder,
+  retryStrategy,
   type TelemetryEvent,
 } from 'resil';
 import { describe, expect, it } from 'vitest';
@@ -171,6 +172,29 @@ describe('concurrency limiter', () => {
     const first = pipeline.execute(() => gate.promise);
     await pipeline.settle(() => 1);
     expect(finished).toBe(true);
+    gate.resolve();
+    await first;
+  });
+
+  it('a throwing onRejected fails the execution with its error (an outer retry sees it)', async () => {
+    const gate = deferred();
+    const thrown = new Error('onRejected failed');
+    let calls = 0;
+    const pipeline = new PipelineBuilder()
+      .add(retryStrategy({ maxRetryAttempts: 1, delay: 0 }))
+      .add(
+        concurrencyLimiterStrategy({
+          permitLimit: 1,
+          onRejected: async () => {
+            calls++;
+            throw thrown;
+          },
+        }),
+      )
+      .build();
+    const first = pipeline.execute(() => gate.promise);
+    expect((await pipeline.settle(() => 1)).error).toBe(thrown);
+    expect(calls).toBe(2);
     gate.resolve();
     await first;
   });

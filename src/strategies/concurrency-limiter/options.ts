@@ -12,6 +12,9 @@ export interface ConcurrencyLimiterStrategyOptions {
    * are rejected. Defaults to 0: reject as soon as `permitLimit` executions run. A whole number >= 0.
    */
   queueLimit?: number;
-  /** Called when an execution is rejected, before the rejection is returned. */
+  /**
+   * Called when an execution is rejected, before the rejection is returned. If it throws, the
+   * execution fails with its error instead.
+   */
   onRejected?: (args: OnConcurrencyLimiterRejectedArguments) => void | PromiseLike<void>;
 }

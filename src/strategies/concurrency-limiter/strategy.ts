@@ -97,7 +97,11 @@ class ConcurrencyLimiterStrategy implements ResilienceStrategy {
   async #reject<T>(context: ResilienceContext): Promise<Outcome<T, unknown>> {
     const args: OnConcurrencyLimiterRejectedArguments = { context };
     this.#environment.report('OnRateLimiterRejected', context, args);
-    if (this.#onRejected) await this.#onRejected(args);
+    try {
+      if (this.#onRejected) await this.#onRejected(args);
+    } catch (error) {
+      return Outcome.failure(error);
+    }
     return Outcome.failure(new ConcurrencyLimiterRejectedError(this.#permitLimit, this.#queueLimit));
   }
 }
