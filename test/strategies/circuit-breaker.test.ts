@@ -12,6 +12,7 @@ import {
   isRejection,
   PipelineBuilder,
   ResiliencePipelineBuilder,
+  retryStrategy,
   type TelemetryEvent,
 } from 'resil';
 import { FakeTimeProvider } from 'resil/testing';
@@ -749,6 +750,106 @@ describe('events', () => {
     const cb = setup({ ...opensOnFirstFailure, onOpened: () => Promise.reject(new Error('handler')) });
     expect(((await cb.fail()).error as Error).message).toBe('handler');
     expect(cb.stateProvider.circuitState).toBe('open');
+  });
+});
+
+describe('throwing option callbacks (the execution fails with their error, as an outcome)', () => {
+  const handlerError = new Error('handler');
+
+  /** The breaker inside a retry: `seen` holds the errors the retry was handed by the breaker. */
+  function insideRetry(options: CircuitBreakerStrategyOptions) {
+    const time = new FakeTimeProvider();
+    const stateProvider = new CircuitBreakerStateProvider();
+    const seen: unknown[] = [];
+    const pipeline = new PipelineBuilder({ timeProvider: time })
+      .add(
+        retryStrategy({
+          maxRetryAttempts: 1,
+          delay: 0,
+          onRetry: ({ outcome }) => void seen.push(outcome.error),
+        }),
+      )
+      .add(circuitBreakerStrategy({ ...options, stateProvider }))
+      .build();
+    return { time, stateProvider, seen, pipeline };
+  }
+
+  it.each([
+    [
+      'synchronous',
+      () => {
+        throw handlerError;
+      },
+    ],
+    ['asynchronous', () => Promise.reject(handlerError)],
+  ])('a %s throw from shouldHandle; nothing is counted', async (_, shouldHandle) => {
+    const { pipeline, stateProvider, seen } = insideRetry({ consecutiveFailures: 1, shouldHandle });
+    expect((await pipeline.settle(() => Promise.reject(new Boom()))).error).toBe(handlerError);
+    expect(seen).toEqual([handlerError]);
+    expect(stateProvider.circuitState).toBe('closed');
+  });
+
+  it('a throwing shouldHandle on the probe frees the probe slot: the next execution probes', async () => {
+    let fail = false;
+    const cb = setup({
+      ...opensOnFirstFailure,
+      shouldHandle: ({ outcome }) => {
+        if (fail) throw handlerError;
+        return !outcome.ok;
+      },
+    });
+    await cb.fail();
+    await cb.time.advance(1_000);
+    fail = true;
+    expect((await cb.succeed()).error).toBe(handlerError);
+    expect(cb.stateProvider.circuitState).toBe('half-open');
+    fail = false;
+    expect((await cb.succeed()).ok).toBe(true);
+    expect(cb.stateProvider.circuitState).toBe('closed');
+  });
+
+  it('a throwing onOpened: the circuit opened all the same', async () => {
+    const { pipeline, stateProvider, seen } = insideRetry({
+      ...opensOnFirstFailure,
+      onOpened: () => {
+        throw handlerError;
+      },
+    });
+    const outcome = await pipeline.settle(() => Promise.reject(new Boom()));
+    expect(seen).toEqual([handlerError]);
+    expect(outcome.error).toBeInstanceOf(BrokenCircuitError);
+    expect(stateProvider.circuitState).toBe('open');
+  });
+
+  it('a throwing onClosed: the circuit closed all the same', async () => {
+    const { pipeline, stateProvider, seen, time } = insideRetry({
+      ...opensOnFirstFailure,
+      onClosed: async () => {
+        throw handlerError;
+      },
+    });
+    await pipeline.settle(() => Promise.reject(new Boom()));
+    await time.advance(1_000);
+    seen.length = 0;
+    expect((await pipeline.settle(() => 'probe')).value).toBe('probe');
+    expect(seen).toEqual([handlerError]);
+    expect(stateProvider.circuitState).toBe('closed');
+  });
+
+  it('a throwing onHalfOpened fails the probe', async () => {
+    const { pipeline, stateProvider, seen, time } = insideRetry({
+      ...opensOnFirstFailure,
+      onHalfOpened: () => {
+        throw handlerError;
+      },
+    });
+    await pipeline.settle(() => Promise.reject(new Boom()));
+    await time.advance(1_000);
+    seen.length = 0;
+    // The failed probe freed its slot, so the retry probes again, and closes the circuit.
+    expect((await pipeline.settle(() => 'probe')).value).toBe('probe');
+    expect(seen).toEqual([handlerError]);
+    expect(stateProvider.circuitState).toBe('closed');
   });
 });
 

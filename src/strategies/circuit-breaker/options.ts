@@ -87,7 +87,8 @@ export interface CircuitBreakerStrategyOptions {
   breakDurationGenerator?: (args: BreakDurationGeneratorArguments) => Duration;
   /**
    * Decides whether an outcome counts as a failure. Defaults to every error except an abort of the
-   * caller's signal; successful values count as successes.
+   * caller's signal; successful values count as successes. If it throws, the execution fails with
+   * its error and the outcome is not counted.
    */
   shouldHandle?: (args: CircuitBreakerPredicateArguments) => boolean | PromiseLike<boolean>;
   /** Called when the circuit opens (also when isolated); the execution that opened it waits for it. */

@@ -124,9 +124,22 @@ class CircuitBreakerStrategy implements ResilienceStrategy {
       return this.#record(outcome, !outcome.ok && !isAbortOf(context, outcome.error), context, isProbe);
     }
     const args: CircuitBreakerPredicateArguments = { outcome, context };
-    return Promise.resolve(this.#shouldHandle(args)).then((handled) =>
-      this.#record(outcome, handled, context, isProbe),
+    let handled: boolean | PromiseLike<boolean>;
+    try {
+      handled = this.#shouldHandle(args);
+    } catch (error) {
+      return this.#undecided(error, isProbe);
+    }
+    return Promise.resolve(handled).then(
+      (handled) => this.#record(outcome, handled, context, isProbe),
+      (error: unknown) => this.#undecided<T>(error, isProbe),
     );
+  }
+
+  /** `shouldHandle` threw: its error is the execution's, the outcome counts neither way. */
+  #undecided<T>(error: unknown, isProbe: boolean): Outcome<T, unknown> {
+    if (isProbe) this.#controller.releaseProbe();
+    return Outcome.failure(error);
   }
 
   #record<T>(
@@ -142,7 +155,8 @@ class CircuitBreakerStrategy implements ResilienceStrategy {
       return outcome;
     }
     const transition = controller.record(outcome, handled, context);
-    return transition ? transition.then(() => outcome) : outcome;
+    // A throwing onOpened / onClosed fails this execution; the transition has happened all the same.
+    return transition ? transition.then(() => outcome, Outcome.failure<T, unknown>) : outcome;
   }
 }
 
