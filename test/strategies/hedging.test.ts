@@ -6,6 +6,7 @@ import {
   type ResilienceContext,
   ResiliencePipelineBuilder,
   ResiliencePropertyKey,
+  retryStrategy,
   type TelemetryEvent,
 } from 'resil';
 import { FakeTimeProvider } from 'resil/testing';
@@ -327,6 +328,52 @@ describe('options', () => {
     expect((outcome.error as Error).message).toBe('hook failed');
     expect(log).toHaveLength(1);
     expect(log[0]!.abortedWith).toMatchObject({ name: 'AbortError' });
+  });
+
+  const hookError = new Error('hook failed');
+  const untilAborted = ({ signal }: ResilienceContext) =>
+    new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason)));
+  it.each([
+    ['onHedging', { delay: 0, onHedging: () => Promise.reject(hookError) }, untilAborted],
+    [
+      'delayGenerator',
+      {
+        delayGenerator: () => {
+          throw hookError;
+        },
+      },
+      untilAborted,
+    ],
+    ['shouldHandle', { shouldHandle: async () => Promise.reject(hookError) }, () => 'value'],
+  ] as const)(
+    'a throwing %s fails the execution with its error (an outer retry sees it)',
+    async (_, options, callback) => {
+      const seen: unknown[] = [];
+      const pipeline = new PipelineBuilder({ timeProvider: new FakeTimeProvider() })
+        .add(
+          retryStrategy({
+            maxRetryAttempts: 1,
+            delay: 0,
+            onRetry: ({ outcome }) => void seen.push(outcome.error),
+          }),
+        )
+        .add(hedgingStrategy(options))
+        .build();
+      expect((await pipeline.settle(callback)).error).toBe(hookError);
+      expect(seen).toEqual([hookError]);
+    },
+  );
+
+  it('a delayGenerator returning an invalid duration fails the execution with InvalidOptionError', async () => {
+    let retries = 0;
+    const pipeline = new PipelineBuilder({ timeProvider: new FakeTimeProvider() })
+      .add(retryStrategy({ maxRetryAttempts: 1, delay: 0, onRetry: () => void retries++ }))
+      .add(hedgingStrategy({ delayGenerator: () => 'soon' as never }))
+      .build();
+    const outcome = await pipeline.settle(untilAborted);
+    expect(outcome.error).toBeInstanceOf(InvalidOptionError);
+    expect((outcome.error as Error).message).toMatch(/hedging\.delayGenerator\(\)/);
+    expect(retries).toBe(1);
   });
 
   it.each([

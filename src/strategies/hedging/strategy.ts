@@ -143,6 +143,10 @@ class HedgingStrategy implements ResilienceStrategy {
           return attempt.outcome;
         }
       }
+    } catch (error) {
+      // onHedging or delayGenerator threw: the execution fails with that error, and (winner
+      // unset) every running attempt is aborted below.
+      return Outcome.failure(error);
     } finally {
       let lost: unknown;
       for (const attempt of attempts) {
@@ -192,7 +196,7 @@ class HedgingStrategy implements ResilienceStrategy {
     try {
       if (this.#options.onHedging) await this.#options.onHedging(args);
     } catch (error) {
-      // Like Polly, a throwing onHedging fails the execution (the running attempts are aborted).
+      // Like Polly, a throwing onHedging fails the execution (execute() aborts the running attempts).
       signal.dispose();
       throw error;
     }
