@@ -18,7 +18,8 @@ export interface LockStoreErrorArguments extends LockEventArguments {
 
 export interface LockStrategyOptions {
   /**
-   * The lock key for an execution. Required.
+   * The lock key for an execution. Required. If it throws or returns no non-empty string, the
+   * execution fails with that error and the callback does not run.
    *
    * @example () => 'nightly-report'
    * @example (context) => `order:${context.operationKey}`

@@ -86,7 +86,13 @@ class LockStrategy implements ResilienceStrategy {
     context: ResilienceContext,
     next: Next,
   ): Promise<Outcome<T, unknown>> {
-    const key = this.#key(context);
+    let key: string;
+    try {
+      key = this.#key(context);
+    } catch (error) {
+      // Fail closed: without a key there is no lock, so the callback must not run.
+      return Outcome.failure(error);
+    }
     if (typeof key !== 'string' || key === '') {
       return Outcome.failure(new InvalidOptionError('lock.key()', key, 'a non-empty string'));
     }

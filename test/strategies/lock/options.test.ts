@@ -7,6 +7,7 @@ import {
   MemoryLockStore,
   PipelineBuilder,
   ResiliencePipelineBuilder,
+  retryStrategy,
 } from 'resil';
 import { FakeTimeProvider } from 'resil/testing';
 import { describe, expect, it } from 'vitest';
@@ -93,13 +94,29 @@ describe('lock options are validated at build()', () => {
     expect((outcome.error as InvalidOptionError).option).toBe('lock.key()');
   });
 
-  it('fails the execution with what key() threw', async () => {
+  it('fails the execution with what key() threw, as an outcome, without running the callback', async () => {
     const boom = new Error('no tenant');
-    const pipeline = buildWith({
-      key: () => {
-        throw boom;
-      },
+    const store = new RecordingStore(new FakeTimeProvider());
+    let keyCalls = 0;
+    const pipeline = new PipelineBuilder({ timeProvider: new FakeTimeProvider() })
+      .add(retryStrategy({ maxRetryAttempts: 1, delay: 0 }))
+      .add(
+        lockStrategy({
+          store,
+          key: () => {
+            keyCalls++;
+            throw boom;
+          },
+        }),
+      )
+      .build();
+    let ran = false;
+    const outcome = await pipeline.settle(() => {
+      ran = true;
     });
-    expect((await pipeline.settle(() => 1)).error).toBe(boom);
+    expect(outcome.error).toBe(boom);
+    expect(keyCalls).toBe(2); // the retry saw a failed outcome, not a rejection
+    expect(ran).toBe(false);
+    expect(store.calls).toEqual([]);
   });
 });
