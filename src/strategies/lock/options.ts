@@ -18,8 +18,9 @@ export interface LockStoreErrorArguments extends LockEventArguments {
 
 export interface LockStrategyOptions {
   /**
-   * The lock key for an execution. Required. If it throws or returns no non-empty string, the
-   * execution fails with that error and the callback does not run.
+   * The lock key for an execution. Required. If it throws, the execution fails with its error
+   * (with `InvalidOptionError` if it returns anything but a non-empty string); the callback does
+   * not run.
    *
    * @example () => 'nightly-report'
    * @example (context) => `order:${context.operationKey}`
