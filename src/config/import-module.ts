@@ -1,48 +1,32 @@
-import { existsSync, readFileSync } from 'node:fs';
-import { dirname, extname, join } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { extname } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { importBundled, typeScriptImport } from './bundle-typescript.ts';
+import { isCommonJsModule } from './module-scope.ts';
 
 const typeScriptExtensions = new Set(['.ts', '.mts', '.cts', '.tsx']);
 
 let typeScriptSupport: Promise<void> | undefined;
 
-/** True when `.ts` files next to `file` are CommonJS: the nearest package.json lacks `"type": "module"`. */
-function isCommonJsScope(file: string): boolean {
-  for (let directory = dirname(file); ; directory = dirname(directory)) {
-    const manifest = join(directory, 'package.json');
-    if (existsSync(manifest)) {
-      try {
-        return (JSON.parse(readFileSync(manifest, 'utf8')) as { type?: unknown }).type !== 'module';
-      } catch {
-        return true;
-      }
-    }
-    if (dirname(directory) === directory) return true;
-  }
-}
-
 /**
  * Registers tsx's module hooks in this process, once: the ESM hooks for `import` and, when the
- * config sits in a CommonJS package (or is `.cts`), the CommonJS ones too, as the `tsx` CLI does.
- * Global rather than scoped to one import, so modules the config loads later (a job's
- * `await import('./x.ts')`) work too. Loaded lazily: tsx and esbuild cost more to start than the
- * rest of the CLI together.
+ * config is CommonJS (`.cts`, or a package without `"type": "module"`), the CommonJS ones too, as
+ * the `tsx` CLI does. Global rather than scoped to one import, so modules the config loads later
+ * (a job's `await import(name)`) work too. Only for what a bundle cannot do (see
+ * bundle-typescript.ts): on Node 20 `register()` starts a loader thread that loads tsx and esbuild
+ * again, which costs more to start than the rest of the CLI together.
  */
 function enableTypeScript(file: string): Promise<void> {
   typeScriptSupport ??= (async () => {
-    const needsCommonJs = extname(file) === '.cts' || (extname(file) !== '.mts' && isCommonJsScope(file));
     const [esm, cjs] = await Promise.all([
       import('tsx/esm/api'),
-      needsCommonJs ? import('tsx/cjs/api') : undefined,
+      isCommonJsModule(file) ? import('tsx/cjs/api') : undefined,
     ]);
     cjs?.register();
     esm.register();
   })();
   return typeScriptSupport;
 }
-
-/** A static or dynamic import of a `.ts` / `.mts` / `.cts` / `.tsx` path. */
-const typeScriptImport = /(?:\bfrom\s*|\bimport\s*\(?\s*)['"][^'"]+\.[mc]?tsx?['"]/;
 
 /** True when a JavaScript config imports TypeScript itself (`import job from './jobs/x.ts'`). */
 function importsTypeScript(file: string): boolean {
@@ -53,14 +37,41 @@ function importsTypeScript(file: string): boolean {
   }
 }
 
+/** Each file bundled once, as Node imports a module once: the same file gives the same instance. */
+const bundledModules = new Map<string, Promise<Record<string, unknown> | undefined>>();
+
+/** The bundled module's namespace, or undefined when this file needs tsx's hooks instead. */
+function importThroughBundle(file: string): Promise<Record<string, unknown> | undefined> {
+  let loading = bundledModules.get(file);
+  if (loading === undefined) {
+    loading = importBundled(file).then((result) => {
+      if ('namespace' in result) return result.namespace;
+      if (process.env.RESIL_DEBUG)
+        process.stderr.write(`resil: loading ${file} through tsx: ${result.fallback}\n`);
+      return undefined;
+    });
+    bundledModules.set(file, loading);
+  }
+  return loading;
+}
+
 /**
- * Imports a JavaScript or TypeScript module in place (no compiled copy is written anywhere, so a
- * read-only directory works) and returns its default export.
+ * Imports a JavaScript or TypeScript module and returns its default export. TypeScript (and
+ * JavaScript that imports TypeScript) is bundled with esbuild into a temp directory and imported
+ * from there; nothing is written beside the module, so a read-only directory works.
  */
 export async function importDefault(file: string): Promise<unknown> {
   // Decided before importing: Node keeps a module that failed to load as failed, so importing
   // again once TypeScript is enabled would fail the same way.
-  if (typeScriptExtensions.has(extname(file)) || importsTypeScript(file)) await enableTypeScript(file);
+  if (typeScriptExtensions.has(extname(file)) || importsTypeScript(file)) {
+    // Once tsx's hooks are on, everything goes through them, so a module shared by the config and
+    // a job module is one instance.
+    if (typeScriptSupport === undefined) {
+      const namespace = await importThroughBundle(file);
+      if (namespace !== undefined) return unwrapDefault(namespace);
+    }
+    await enableTypeScript(file);
+  }
   try {
     return unwrapDefault(await import(pathToFileURL(file).href));
   } catch (error) {

@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { redactCredentials } from '../scheduler/credentials.ts';
+import { bundleDirectoryPrefix } from './bundle-typescript.ts';
 import type { ConfigProblem } from './errors.ts';
 
 /** esbuild's `file:line:column: ERROR: text`, as tsx reports a TypeScript syntax error. */
@@ -12,7 +13,12 @@ function toPath(location: string): string {
   return location.startsWith('file://') ? fileURLToPath(location) : location;
 }
 
-/** The first frame of `stack` in the user's own code (not Node's, not node_modules). */
+/** A location in the temp bundle of a TypeScript config: esbuild's helpers, not the user's code. */
+function isInBundle(location: string): boolean {
+  return toPath(location).startsWith(bundleDirectoryPrefix);
+}
+
+/** The first frame of `stack` in the user's own code (not Node's, not node_modules, not the bundle's helpers). */
 function userFrame(stack: string | undefined): string | undefined {
   for (const line of stack?.split('\n') ?? []) {
     const match = stackFrame.exec(line);
@@ -21,7 +27,8 @@ function userFrame(stack: string | undefined): string | undefined {
     if (
       file.startsWith('node:') ||
       file.includes('/node_modules/') ||
-      !/^(file:|\/|[A-Za-z]:\\)/.test(file)
+      !/^(file:|\/|[A-Za-z]:\\)/.test(file) ||
+      isInBundle(file)
     ) {
       continue;
     }
@@ -73,7 +80,7 @@ export function describeLoadError(error: unknown, file: string): ConfigProblem {
   if (code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND') {
     const importer = /imported from (\S+)/.exec(message)?.[1];
     return {
-      file: importer === undefined ? file : toPath(importer),
+      file: importer === undefined || isInBundle(importer) ? file : toPath(importer),
       message: `${firstLine(message).replace(/ imported from \S+/, '')}`,
     };
   }

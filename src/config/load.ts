@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { extname, join, resolve } from 'node:path';
+import { startBundler } from './bundle-typescript.ts';
 import { configSearchPlaces } from './defaults.ts';
 import { ConfigError, isConfigError } from './errors.ts';
 import { importDefault } from './import-module.ts';
@@ -13,6 +14,9 @@ export interface LoadConfigOptions {
   /** A config file to load instead of searching for one (`--config <file>`). */
   configPath?: string;
 }
+
+const typeScriptExtensions = new Set(['.ts', '.mts', '.cts', '.tsx']);
+const typeScriptSearchPlaces = configSearchPlaces.filter((place) => typeScriptExtensions.has(extname(place)));
 
 async function loadModule(filepath: string): Promise<unknown> {
   try {
@@ -30,7 +34,8 @@ async function loadModule(filepath: string): Promise<unknown> {
  * `.resilrc.yaml`, `package.json#resil`, from `cwd` up to the project's root) or loads
  * `configPath`, validates it and applies the defaults.
  *
- * TypeScript configs (and the `./jobs/*.ts` they import) are imported in place through tsx.
+ * TypeScript configs (and the `./jobs/*.ts` they import) are bundled with esbuild into a temp
+ * directory and imported from there (tsx's hooks only for what a bundle cannot do).
  * Throws {@link ConfigError} for every problem: not found, syntax error (with file and line),
  * a module that throws while loading, and each invalid option (all reported at once).
  *
@@ -39,6 +44,14 @@ async function loadModule(filepath: string): Promise<unknown> {
  */
 export async function loadConfig(options: LoadConfigOptions = {}): Promise<ResolvedConfig> {
   const cwd = options.cwd ?? process.cwd();
+  const configPath = options.configPath === undefined ? undefined : resolve(cwd, options.configPath);
+  if (
+    configPath === undefined
+      ? typeScriptSearchPlaces.some((place) => existsSync(join(cwd, place)))
+      : typeScriptExtensions.has(extname(configPath))
+  ) {
+    startBundler();
+  }
   const { cosmiconfig } = await import('cosmiconfig');
   const moduleLoader = (filepath: string) => loadModule(filepath);
   const explorer = cosmiconfig('resil', {
@@ -56,7 +69,6 @@ export async function loadConfig(options: LoadConfigOptions = {}): Promise<Resol
   });
 
   let result: Awaited<ReturnType<typeof explorer.search>>;
-  const configPath = options.configPath === undefined ? undefined : resolve(cwd, options.configPath);
   try {
     if (configPath !== undefined) {
       if (!existsSync(configPath)) {
