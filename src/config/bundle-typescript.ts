@@ -113,7 +113,7 @@ export type BundleResult = { code: string; outfile: string } | { fallback: strin
  * True when `file` (a JavaScript module outside node_modules) imports TypeScript, itself or
  * through the JavaScript modules it imports relatively: Node would meet a `.ts` file it cannot load.
  */
-async function reachesTypeScript(file: string, seen: Set<string>): Promise<boolean> {
+export async function reachesTypeScript(file: string, seen = new Set<string>()): Promise<boolean> {
   if (seen.has(file)) return false;
   seen.add(file);
   let source: string;
@@ -224,7 +224,7 @@ export async function bundleConfig(file: string, outfile: string): Promise<Bundl
         if (
           javaScriptExtension.test(resolved.path) &&
           !isInNodeModules(resolved.path) &&
-          (await reachesTypeScript(resolved.path, new Set()))
+          (await reachesTypeScript(resolved.path))
         ) {
           needsTsx(`${resolved.path} is JavaScript that imports TypeScript`);
         }

@@ -1,7 +1,6 @@
-import { readFileSync } from 'node:fs';
 import { extname } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { importBundled, typeScriptImport } from './bundle-typescript.ts';
+import { importBundled, reachesTypeScript } from './bundle-typescript.ts';
 import { isCommonJsModule } from './module-scope.ts';
 
 const typeScriptExtensions = new Set(['.ts', '.mts', '.cts', '.tsx']);
@@ -26,15 +25,6 @@ function enableTypeScript(file: string): Promise<void> {
     esm.register();
   })();
   return typeScriptSupport;
-}
-
-/** True when a JavaScript config imports TypeScript itself (`import job from './jobs/x.ts'`). */
-function importsTypeScript(file: string): boolean {
-  try {
-    return typeScriptImport.test(readFileSync(file, 'utf8'));
-  } catch {
-    return false;
-  }
 }
 
 /** Each file bundled once, as Node imports a module once: the same file gives the same instance. */
@@ -63,7 +53,7 @@ function importThroughBundle(file: string): Promise<Record<string, unknown> | un
 export async function importDefault(file: string): Promise<unknown> {
   // Decided before importing: Node keeps a module that failed to load as failed, so importing
   // again once TypeScript is enabled would fail the same way.
-  if (typeScriptExtensions.has(extname(file)) || importsTypeScript(file)) {
+  if (typeScriptExtensions.has(extname(file)) || (await reachesTypeScript(file))) {
     // Once tsx's hooks are on, everything goes through them, so a module shared by the config and
     // a job module is one instance.
     if (typeScriptSupport === undefined) {
@@ -78,7 +68,7 @@ export async function importDefault(file: string): Promise<unknown> {
     const code = (error as { code?: unknown } | null)?.code;
     if (code === 'ERR_UNKNOWN_FILE_EXTENSION' && typeScriptSupport === undefined) {
       (error as Error).message +=
-        ' (a JavaScript config that loads TypeScript through another module: import the .ts file from the config itself, or name the config resil.config.ts)';
+        ' (a JavaScript config that loads TypeScript in a way resil cannot see: import the .ts file with a literal path, or name the config resil.config.ts)';
     }
     throw error;
   }

@@ -1,3 +1,7 @@
+import { spawnSync } from 'node:child_process';
+import { chmodSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createProject, ensureCliBuilt, type Project, runCli, tsConfig } from './cli-support.ts';
 
@@ -257,5 +261,214 @@ describe('config formats', () => {
     const result = await runCli(['jobs', 'list', '--json'], { cwd: created.directory });
     expect(result.code, result.stderr).toBe(0);
     expect(JSON.parse(result.stdout)).toMatchObject([{ name: 'cjs' }]);
+  });
+});
+
+describe('TypeScript configs (bundled with esbuild, tsx only where a bundle cannot go)', () => {
+  const job = (name: string) => `{ name: ${name}, schedule: '0 5 * * *', run: async () => {} }`;
+
+  /** `resil jobs list --json` in a project with its own temp dir; checks nothing is left in it. */
+  async function listJson(created: Project, extraEnv: NodeJS.ProcessEnv = {}) {
+    const temp = mkdtempSync(join(tmpdir(), 'resil-tmpdir-'));
+    try {
+      const result = await runCli(['jobs', 'list', '--json'], {
+        cwd: created.directory,
+        env: { TMPDIR: temp, RESIL_DEBUG: '1', ...extraEnv },
+      });
+      // (tsx keeps its own cache there, `tsx-<uid>`, when a config falls back to it.)
+      const bundles = readdirSync(temp).filter((entry) => entry.startsWith('resil-'));
+      expect(bundles, 'the bundle is deleted once imported').toEqual([]);
+      return result;
+    } finally {
+      rmSync(temp, { recursive: true, force: true });
+    }
+  }
+
+  function names(result: { code: number | null; stdout: string; stderr: string }): string[] {
+    expect(result.code, result.stderr).toBe(0);
+    return (JSON.parse(result.stdout) as { name: string }[]).map((entry) => entry.name);
+  }
+
+  it('keeps import.meta per original file, in the config and in each job module', async () => {
+    const created = project({
+      'resil.config.ts': tsConfig('[here, nested]', {
+        imports: "import here from './jobs/here.ts';\nimport nested from './jobs/deep/nested.ts';",
+        extra: 'timezone: (import.meta.filename.endsWith("resil.config.ts") ? "UTC" : "bad") as string,',
+      }),
+      'jobs/here.ts': `import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+const text = readFileSync(new URL('./data.txt', import.meta.url), 'utf8').trim();
+const meta = import.meta;
+export default ${job("[text, fileURLToPath(meta.url), import.meta.filename, import.meta.dirname].join('|')")};
+`,
+      'jobs/data.txt': 'from-data-file\n',
+      'jobs/deep/nested.ts': `export default ${job('import.meta.filename')};\n`,
+    });
+    const result = await listJson(created);
+    expect(names(result)).toEqual([
+      `from-data-file|${created.path('jobs/here.ts')}|${created.path('jobs/here.ts')}|${created.path('jobs')}`,
+      created.path('jobs/deep/nested.ts'),
+    ]);
+    expect(result.stderr).not.toContain('through tsx');
+  });
+
+  it('TypeScript job modules named by path in a JSON config', async () => {
+    const created = project({
+      '.resilrc.json': JSON.stringify({ jobs: ['./jobs/a.ts', './jobs/b.mts'] }),
+      'jobs/a.ts': `const name: string = 'a';\nexport default ${job('name')};\n`,
+      'jobs/b.mts': `export default ${job("import.meta.filename.endsWith('b.mts') ? 'b' : 'wrong'")};\n`,
+    });
+    const result = await listJson(created);
+    expect(names(result)).toEqual(['a', 'b']);
+    expect(result.stderr).not.toContain('through tsx');
+  });
+
+  it('maps stack traces to the original file and line', async () => {
+    const created = project({
+      'resil.config.ts': tsConfig('[where]', { imports: "import where from './jobs/where.ts';" }),
+      'jobs/where.ts': `type Unused = { a: string };
+const frame: string = new Error('here').stack!.split('\\n')[1]!;
+export default ${job('frame.trim()')};
+`,
+    });
+    const [name] = names(await listJson(created));
+    expect(name).toMatch(new RegExp(`${created.path('jobs/where.ts').replaceAll('/', '\\/')}:2:23\\)?$`));
+  });
+
+  it('top-level await, npm packages (Node conditions), resil itself and tsconfig paths', async () => {
+    const created = project({
+      'resil.config.ts': `import { defineConfig, MemoryLockStore } from 'resil';
+import { Redis } from 'ioredis';
+import flavour from 'flavoured';
+import { sameFlavour } from './lib/plain.js';
+import aliased from '@lib/aliased';
+const delayed = await new Promise<string>((resolve) => setTimeout(() => resolve('awaited'), 10));
+export default defineConfig({
+  store: new MemoryLockStore(),
+  jobs: [${job("[delayed, typeof Redis, flavour.kind, String(sameFlavour(flavour)), aliased].join('|')")}],
+});
+`,
+      'lib/plain.js':
+        "import flavour from 'flavoured';\nexport const sameFlavour = (other) => other === flavour;\n",
+      'lib/aliased.ts': "const value: string = await Promise.resolve('aliased');\nexport default value;\n",
+      'tsconfig.json': JSON.stringify({ compilerOptions: { paths: { '@lib/*': ['./lib/*'] } } }),
+      'node_modules/flavoured/package.json': JSON.stringify({
+        name: 'flavoured',
+        main: './main.cjs',
+        module: './module.mjs',
+        exports: { module: './module.mjs', import: './import.mjs', require: './main.cjs' },
+      }),
+      'node_modules/flavoured/import.mjs': "export default { kind: 'import' };\n",
+      'node_modules/flavoured/module.mjs': "export default { kind: 'module' };\n",
+      'node_modules/flavoured/main.cjs': "module.exports = { kind: 'require' };\n",
+    });
+    const result = await listJson(created);
+    expect(names(result)).toEqual(['awaited|function|import|true|aliased']);
+    expect(result.stderr).not.toContain('through tsx');
+  });
+
+  it('a config in a read-only directory, run as another user when possible', async () => {
+    const created = project({
+      'resil.config.ts': tsConfig('[ro]', { imports: "import ro from './jobs/ro.ts';" }),
+      'jobs/ro.ts': `export default ${job("'ro:' + import.meta.filename.endsWith('ro.ts')")};\n`,
+    });
+    const before = readdirSync(created.directory, { recursive: true }).sort();
+    chmodSync(created.path('jobs'), 0o555);
+    chmodSync(created.directory, 0o555);
+    const temp = mkdtempSync(join(tmpdir(), 'resil-tmpdir-'));
+    chmodSync(temp, 0o777);
+    try {
+      const asNobody = process.getuid?.() === 0 && spawnSync('setpriv', ['--version']).status === 0;
+      const result = await runCli(['jobs', 'list', '--json'], {
+        cwd: created.directory,
+        prefix: asNobody ? ['setpriv', '--reuid=nobody', '--regid=nogroup', '--clear-groups'] : [],
+        env: { HOME: '/nonexistent', TMPDIR: temp },
+      });
+      expect(names(result)).toEqual(['ro:true']);
+      expect(readdirSync(created.directory, { recursive: true }).sort()).toEqual(before);
+      expect(readdirSync(temp)).toEqual([]);
+    } finally {
+      chmodSync(created.directory, 0o755);
+      chmodSync(created.path('jobs'), 0o755);
+      rmSync(temp, { recursive: true, force: true });
+    }
+  });
+
+  it('a TypeScript syntax error in the config itself names its line and column', async () => {
+    const result = await listIn({
+      'resil.config.ts': "const jobs: string[] = [];\nexport default { jobs, timezone: 'UTC' as };\n",
+    });
+    expectConfigError(result, [
+      `${result.project.path('resil.config.ts')}:2:42: syntax error: Unexpected "}"`,
+    ]);
+  });
+
+  it('an error thrown by a job module while it loads names that module and line', async () => {
+    const result = await listIn({
+      'resil.config.ts': tsConfig('[job]', { imports: "import job from './jobs/boom.ts';" }),
+      'jobs/boom.ts': `interface Options { retries: number }
+export function check(options: Options): Options {
+  if (options.retries < 0) throw new RangeError('retries must be >= 0');
+  return options;
+}
+check({ retries: -1 });
+export default {};
+`,
+    });
+    expectConfigError(result, [
+      `${result.project.path('jobs/boom.ts')}:3:34: the config threw while loading: retries must be >= 0`,
+    ]);
+  });
+
+  it('a missing npm package is named, at the module that imports it', async () => {
+    const result = await listIn({
+      'resil.config.ts': tsConfig('[job]', { imports: "import job from './jobs/needs.ts';" }),
+      'jobs/needs.ts': "import missing from 'not-installed-anywhere';\nexport default missing;\n",
+    });
+    expectConfigError(result, [
+      `${result.project.path('jobs/needs.ts')}: Cannot find package 'not-installed-anywhere'`,
+    ]);
+  });
+
+  it('falls back to tsx for what a bundle cannot do, and still loads', async () => {
+    const cases: [string, Record<string, string>, Record<string, unknown>?][] = [
+      [
+        'JavaScript that imports TypeScript through JavaScript',
+        {
+          'resil.config.js': "import job from './jobs/index.js';\nexport default { jobs: [job] };\n",
+          'jobs/index.js': "export { default } from './real.ts';\n",
+          'jobs/real.ts': `export default ${job("'js-chain'")};\n`,
+        },
+      ],
+      [
+        'a computed import',
+        {
+          'resil.config.ts':
+            "const path: string = './jobs/real.ts';\nconst job = (await import(path)).default;\nexport default { jobs: [job] };\n",
+          'jobs/real.ts': `export default ${job("'computed'")};\n`,
+        },
+      ],
+      [
+        'import.meta.resolve',
+        {
+          'resil.config.ts': `export default { jobs: [${job("import.meta.resolve('./jobs/x.ts').endsWith('/jobs/x.ts') ? 'resolved' : 'wrong'")}] };\n`,
+        },
+      ],
+      [
+        'CommonJS TypeScript',
+        {
+          'resil.config.ts': `const { basename } = require('node:path');\nmodule.exports = { jobs: [${job('basename(__filename)')}] };\n`,
+        },
+        {},
+      ],
+    ];
+    const expected = ['js-chain', 'computed', 'resolved', 'resil.config.ts'];
+    for (const [index, [label, files, packageJson]] of cases.entries()) {
+      const created = createProject(files, packageJson);
+      projects.push(created);
+      const result = await listJson(created);
+      expect(names(result), label).toEqual([expected[index]]);
+      expect(result.stderr, label).toContain('through tsx');
+    }
   });
 });
