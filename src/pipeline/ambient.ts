@@ -9,19 +9,35 @@ type BuiltinLoader = (
   id: string,
 ) => { AsyncLocalStorage?: new <T>() => AsyncLocalStorageLike<T> } | undefined;
 
+interface AmbientSlot {
+  readonly storage: AsyncLocalStorageLike<ResilienceContext> | undefined;
+  // Without AsyncLocalStorage the ambient context is visible in the synchronous part of the
+  // callback only: after its first `await`, pass the context explicitly.
+  current: ResilienceContext | undefined;
+}
+
+// One slot per process, on globalThis: a second copy of resil (a config bundled or compiled on
+// its own, a nested node_modules) then reads the context the first copy's pipeline set, so
+// getLockToken() works whichever copy calls it.
 // process.getBuiltinModule (Node >= 20.16, Deno, Bun) loads AsyncLocalStorage without a static
 // import of a Node module, so bundlers targeting browsers see nothing to resolve. Marked pure so
 // that a bundle which never runs a pipeline drops the lookup.
-const storage = /* @__PURE__ */ (() => {
+const slot = /* @__PURE__ */ (() => {
+  const global = globalThis as { [key: symbol]: AmbientSlot | undefined };
+  const key = Symbol.for('resil.ambientContext');
+  if (global[key]) return global[key];
   const AsyncLocalStorage = (
     globalThis as { process?: { getBuiltinModule?: BuiltinLoader } }
   ).process?.getBuiltinModule?.('node:async_hooks')?.AsyncLocalStorage;
-  return AsyncLocalStorage && new AsyncLocalStorage<ResilienceContext>();
+  const created: AmbientSlot = {
+    storage: AsyncLocalStorage && new AsyncLocalStorage<ResilienceContext>(),
+    current: undefined,
+  };
+  global[key] = created;
+  return created;
 })();
 
-// Without AsyncLocalStorage the ambient context is visible in the synchronous part of the
-// callback only: after its first `await`, pass the context explicitly.
-let current: ResilienceContext | undefined;
+const storage = slot.storage;
 
 /** Runs `callback` with `context` as the ambient context. */
 export const runWithContext: <R>(
@@ -30,16 +46,16 @@ export const runWithContext: <R>(
 ) => R = storage
   ? (context, callback) => storage.run(context, callback, context)
   : (context, callback) => {
-      const previous = current;
-      current = context;
+      const previous = slot.current;
+      slot.current = context;
       try {
         return callback(context);
       } finally {
-        current = previous;
+        slot.current = previous;
       }
     };
 
 /** The context of the innermost pipeline execution the caller runs in, or `undefined`. */
 export const currentContext: () => ResilienceContext | undefined = storage
   ? () => storage.getStore()
-  : () => current;
+  : () => slot.current;

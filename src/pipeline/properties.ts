@@ -9,6 +9,24 @@
 export class ResiliencePropertyKey<T> {
   declare readonly __type?: T;
   constructor(readonly name: string) {}
+
+  /**
+   * The key registered under `name` for the whole process, like `Symbol.for()`: every copy of
+   * resil loaded in the process gets the same key, so values set through one copy are read
+   * through another.
+   */
+  static for<T>(name: string): ResiliencePropertyKey<T> {
+    const global = globalThis as { [key: symbol]: Map<string, ResiliencePropertyKey<unknown>> | undefined };
+    const registryKey = Symbol.for('resil.propertyKeys');
+    global[registryKey] ??= new Map();
+    const registry = global[registryKey];
+    let key = registry.get(name);
+    if (!key) {
+      key = new ResiliencePropertyKey<T>(name);
+      registry.set(name, key);
+    }
+    return key as ResiliencePropertyKey<T>;
+  }
 }
 
 /**

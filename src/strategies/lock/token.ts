@@ -8,7 +8,7 @@ import { ResiliencePropertyKey } from '../../pipeline/properties.ts';
  * @example
  * const token = context.properties.get(LOCK_TOKEN);
  */
-export const LOCK_TOKEN = new ResiliencePropertyKey<number>('resil.lockToken');
+export const LOCK_TOKEN = /* @__PURE__ */ ResiliencePropertyKey.for<number>('resil.lockToken');
 
 /**
  * The fencing token of the innermost lock the code runs under, or `undefined` outside a lock.
