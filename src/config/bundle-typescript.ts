@@ -4,7 +4,7 @@ import { createRequire, isBuiltin } from 'node:module';
 import { tmpdir } from 'node:os';
 import { basename, dirname, extname, join, resolve, sep } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { BuildFailure, Message, OnResolveArgs, Plugin } from 'esbuild';
+import type { BuildFailure, Message, OnResolveArgs, Plugin, ResolveResult } from 'esbuild';
 import { isCommonJsModule } from './module-scope.ts';
 
 /**
@@ -24,7 +24,7 @@ const javaScriptExtension = /\.[mc]?jsx?$/;
 /** Temp directories holding a bundle while it is imported; frames there are not the user's code. */
 export const bundleDirectoryPrefix = join(tmpdir(), 'resil-config-');
 
-/** What each bundled module's `import.meta` becomes, bound per file (see `metaImport`). */
+/** What each bundled module's `import.meta` becomes, bound per file to that file's own values (see the onLoad hook). */
 const metaBinding = '__resil_import_meta__';
 const metaNamespace = 'resil-import-meta';
 /**
@@ -55,31 +55,18 @@ const computedImport = /\bimport\s*\(\s*(?!['"])/;
 /** What only a CommonJS module has (tsx runs a `.ts` file in a CommonJS package as one). */
 const commonJsOnly = /\brequire\s*[(.]|\bmodule\s*\.\s*exports\b|\bexports\s*\.|\b__dirname\b|\b__filename\b/;
 /** A static or dynamic import of a `.ts` / `.mts` / `.cts` / `.tsx` path. */
-export const typeScriptImport = /(?:\bfrom\s*|\bimport\s*\(?\s*)['"][^'"]+\.[mc]?tsx?['"]/;
+const typeScriptImport = /(?:\bfrom\s*|\bimport\s*\(?\s*)['"][^'"]+\.[mc]?tsx?['"]/;
 /** A relative import's specifier, to follow a JavaScript module's own imports. */
 const relativeImport = /(?:\bfrom\s*|\bimport\s*\(?\s*)['"](\.\.?\/[^'"]+)['"]/g;
 
 type Esbuild = typeof import('esbuild');
 let loadedEsbuild: Esbuild | undefined;
-let serviceStarted = false;
 let activeBuilds = 0;
 
 function esbuild(): Esbuild {
   // require(): esbuild is CommonJS, and import() would first scan its large main file for exports.
   loadedEsbuild ??= createRequire(import.meta.url)('esbuild') as Esbuild;
   return loadedEsbuild;
-}
-
-/**
- * Starts esbuild's service process now, so it is up by the time the config is found (its start
- * overlaps with the config search). For when a TypeScript config is about to be loaded.
- */
-export function startBundler(): void {
-  if (serviceStarted) return;
-  serviceStarted = true;
-  void esbuild()
-    .initialize({})
-    .catch(() => {});
 }
 
 /**
@@ -92,7 +79,6 @@ function releaseBundler(): void {
   if (activeBuilds > 0) return;
   setImmediate(() => {
     if (activeBuilds > 0 || loadedEsbuild === undefined) return;
-    serviceStarted = false;
     void loadedEsbuild.stop();
   });
 }
@@ -107,7 +93,7 @@ export class BundleSyntaxError extends Error {
 }
 
 /** The result of {@link bundleConfig}: the bundle, or why this config needs tsx's hooks instead. */
-export type BundleResult = { code: string; outfile: string } | { fallback: string };
+export type BundleResult = { code: string } | { fallback: string };
 
 /**
  * True when `file` (a JavaScript module outside node_modules) imports TypeScript, itself or
@@ -177,6 +163,7 @@ export async function bundleConfig(file: string, outfile: string): Promise<Bundl
     fallback ??= reason;
   };
 
+  const lookups = new Map<string, Promise<ResolveResult>>();
   const plugin: Plugin = {
     name: 'resil-config',
     setup(builder) {
@@ -193,13 +180,20 @@ export async function bundleConfig(file: string, outfile: string): Promise<Bundl
       builder.onResolve({ filter: needsResolving }, async (args: OnResolveArgs) => {
         if (args.kind === 'entry-point' || args.pluginData?.[ownLookup] === true) return undefined;
         if (isBuiltin(args.path)) return { path: args.path, external: true };
-        const resolved = await builder.resolve(args.path, {
-          kind: args.kind,
-          importer: args.importer,
-          resolveDir: args.resolveDir,
-          pluginData: { [ownLookup]: true },
-          with: args.with,
-        });
+        // Each job module imports `resil` from the same directory: one lookup serves them all.
+        const key = `${args.kind}\0${args.resolveDir}\0${args.path}\0${JSON.stringify(args.with)}`;
+        let lookup = lookups.get(key);
+        if (lookup === undefined) {
+          lookup = builder.resolve(args.path, {
+            kind: args.kind,
+            importer: args.importer,
+            resolveDir: args.resolveDir,
+            pluginData: { [ownLookup]: true },
+            with: args.with,
+          });
+          lookups.set(key, lookup);
+        }
+        const resolved = await lookup;
         if (resolved.errors.length > 0 || resolved.path === '') {
           // A static import must resolve now, as Node would refuse to link the module; a dynamic
           // one only fails if it runs, so it is left for Node to report then.
@@ -260,7 +254,6 @@ export async function bundleConfig(file: string, outfile: string): Promise<Bundl
 
   const workingDirectory = dirname(file);
   activeBuilds += 1;
-  serviceStarted = true;
   try {
     const result = await build({
       entryPoints: [file],
@@ -285,13 +278,58 @@ export async function bundleConfig(file: string, outfile: string): Promise<Bundl
       plugins: [plugin],
     });
     if (fallback !== undefined) return { fallback };
-    return { code: result.outputFiles[0]!.text, outfile };
+    return { code: result.outputFiles[0]!.text };
   } catch (error) {
     if (fallback !== undefined) return { fallback };
     const failure = error as BuildFailure;
     throw Array.isArray(failure.errors) ? toLoadError(failure, workingDirectory) : error;
   } finally {
     releaseBundler();
+  }
+}
+
+/** A bundle written to its temp directory, ready to import; or why there is none. */
+type PreparedBundle =
+  | { outfile: string; directory: string }
+  | { fallback: string; directory?: string }
+  | { error: unknown; directory?: string };
+
+/** Bundles started before the config was found (see {@link prepareBundle}), by file. */
+const preparedBundles = new Map<string, Promise<PreparedBundle>>();
+
+async function buildIntoTempDirectory(file: string): Promise<PreparedBundle> {
+  let directory: string;
+  try {
+    directory = await mkdtemp(bundleDirectoryPrefix);
+  } catch (error) {
+    return { fallback: `no temp directory for the bundle (${(error as Error).message})` };
+  }
+  try {
+    const outfile = join(directory, `${basename(file, extname(file))}.mjs`);
+    const bundled = await bundleConfig(file, outfile);
+    if ('fallback' in bundled) return { ...bundled, directory };
+    await writeFile(outfile, bundled.code);
+    return { outfile, directory };
+  } catch (error) {
+    return { error, directory };
+  }
+}
+
+/**
+ * Starts bundling `file` now, for {@link importBundled} to pick up: the config search runs while
+ * esbuild works. For a config that is about to be loaded (`--config x.ts`, or the first config
+ * file in the directory the search starts in); {@link discardPreparedBundles} drops it if not.
+ */
+export function prepareBundle(file: string): void {
+  if (!preparedBundles.has(file)) preparedBundles.set(file, buildIntoTempDirectory(file));
+}
+
+/** Deletes the bundles {@link prepareBundle} started that nothing imported. */
+export async function discardPreparedBundles(): Promise<void> {
+  const unused = [...preparedBundles.values()];
+  preparedBundles.clear();
+  for (const prepared of await Promise.all(unused)) {
+    if (prepared.directory !== undefined) await rm(prepared.directory, { recursive: true, force: true });
   }
 }
 
@@ -303,22 +341,17 @@ export async function bundleConfig(file: string, outfile: string): Promise<Bundl
 export async function importBundled(
   file: string,
 ): Promise<{ namespace: Record<string, unknown> } | { fallback: string }> {
-  let directory: string;
+  const preparing = preparedBundles.get(file) ?? buildIntoTempDirectory(file);
+  preparedBundles.delete(file);
+  const prepared = await preparing;
   try {
-    directory = await mkdtemp(bundleDirectoryPrefix);
-  } catch (error) {
-    return { fallback: `no temp directory for the bundle (${(error as Error).message})` };
-  }
-  try {
-    const outfile = join(directory, `${basename(file, extname(file))}.mjs`);
-    const bundled = await bundleConfig(file, outfile);
-    if ('fallback' in bundled) return bundled;
-    await writeFile(outfile, bundled.code);
+    if ('error' in prepared) throw prepared.error;
+    if ('fallback' in prepared) return { fallback: prepared.fallback };
     // Stack traces (and the line an error thrown while loading is reported at) name the original
     // files through the inline source map. Left on: a job's errors later point at its source too.
     process.setSourceMapsEnabled(true);
-    return { namespace: await import(pathToFileURL(outfile).href) };
+    return { namespace: await import(pathToFileURL(prepared.outfile).href) };
   } finally {
-    await rm(directory, { recursive: true, force: true });
+    if (prepared.directory !== undefined) await rm(prepared.directory, { recursive: true, force: true });
   }
 }

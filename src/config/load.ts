@@ -1,6 +1,6 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { extname, join, resolve } from 'node:path';
-import { startBundler } from './bundle-typescript.ts';
+import { discardPreparedBundles, prepareBundle } from './bundle-typescript.ts';
 import { configSearchPlaces } from './defaults.ts';
 import { ConfigError, isConfigError } from './errors.ts';
 import { importDefault } from './import-module.ts';
@@ -16,7 +16,24 @@ export interface LoadConfigOptions {
 }
 
 const typeScriptExtensions = new Set(['.ts', '.mts', '.cts', '.tsx']);
-const typeScriptSearchPlaces = configSearchPlaces.filter((place) => typeScriptExtensions.has(extname(place)));
+
+/**
+ * The config file cosmiconfig will load when `directory` holds one: the first search place there
+ * that exists (package.json only with a `resil` key). Its own search starts in the same place.
+ */
+function firstConfigIn(directory: string): string | undefined {
+  for (const place of configSearchPlaces) {
+    const path = join(directory, place);
+    if (!existsSync(path)) continue;
+    if (place !== 'package.json') return path;
+    try {
+      if ('resil' in (JSON.parse(readFileSync(path, 'utf8')) as object)) return path;
+    } catch {
+      return path;
+    }
+  }
+  return undefined;
+}
 
 async function loadModule(filepath: string): Promise<unknown> {
   try {
@@ -45,12 +62,15 @@ async function loadModule(filepath: string): Promise<unknown> {
 export async function loadConfig(options: LoadConfigOptions = {}): Promise<ResolvedConfig> {
   const cwd = options.cwd ?? process.cwd();
   const configPath = options.configPath === undefined ? undefined : resolve(cwd, options.configPath);
+  // Bundling a TypeScript config takes longer than finding it: start it now when the config to
+  // be found is already known.
+  const likelyConfig = configPath ?? firstConfigIn(resolve(cwd));
   if (
-    configPath === undefined
-      ? typeScriptSearchPlaces.some((place) => existsSync(join(cwd, place)))
-      : typeScriptExtensions.has(extname(configPath))
+    likelyConfig !== undefined &&
+    typeScriptExtensions.has(extname(likelyConfig)) &&
+    existsSync(likelyConfig)
   ) {
-    startBundler();
+    prepareBundle(likelyConfig);
   }
   const { cosmiconfig } = await import('cosmiconfig');
   const moduleLoader = (filepath: string) => loadModule(filepath);
@@ -82,6 +102,8 @@ export async function loadConfig(options: LoadConfigOptions = {}): Promise<Resol
     if (isConfigError(error)) throw error;
     // cosmiconfig's own JSON and YAML parse errors: keep their first lines, which carry the location.
     throw new ConfigError(describeLoadError(error, configPath ?? cwd), { cause: error });
+  } finally {
+    await discardPreparedBundles();
   }
 
   if (result === null) {

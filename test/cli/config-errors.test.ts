@@ -268,10 +268,10 @@ describe('TypeScript configs (bundled with esbuild, tsx only where a bundle cann
   const job = (name: string) => `{ name: ${name}, schedule: '0 5 * * *', run: async () => {} }`;
 
   /** `resil jobs list --json` in a project with its own temp dir; checks nothing is left in it. */
-  async function listJson(created: Project, extraEnv: NodeJS.ProcessEnv = {}) {
+  async function listJson(created: Project, extraEnv: NodeJS.ProcessEnv = {}, args: string[] = []) {
     const temp = mkdtempSync(join(tmpdir(), 'resil-tmpdir-'));
     try {
-      const result = await runCli(['jobs', 'list', '--json'], {
+      const result = await runCli([...args, 'jobs', 'list', '--json'], {
         cwd: created.directory,
         env: { TMPDIR: temp, RESIL_DEBUG: '1', ...extraEnv },
       });
@@ -321,6 +321,17 @@ export default ${job("[text, fileURLToPath(meta.url), import.meta.filename, impo
     const result = await listJson(created);
     expect(names(result)).toEqual(['a', 'b']);
     expect(result.stderr).not.toContain('through tsx');
+  });
+
+  it('the config found first wins over a TypeScript one beside it, and leaves no bundle behind', async () => {
+    const created = project({
+      '.resilrc.json': JSON.stringify({ jobs: [{ name: 'from-json', schedule: '0 5 * * *' }] }),
+      'resil.config.ts': `export default { jobs: [${job("'from-ts'")}] };\n`,
+    });
+    const result = await listJson(created);
+    expect(result.stderr).toContain('option "run": missing run');
+    const chosen = await listJson(created, {}, ['--config', 'resil.config.ts']);
+    expect(names(chosen)).toEqual(['from-ts']);
   });
 
   it('maps stack traces to the original file and line', async () => {
