@@ -116,15 +116,19 @@ export async function reachesTypeScript(file: string, seen = new Set<string>()):
   return false;
 }
 
+/** `./x`, `../x` or `/x`, as opposed to a package name (or a tsconfig `paths` alias). */
+function isPathSpecifier(specifier: string): boolean {
+  return specifier.startsWith('.') || specifier.startsWith('/');
+}
+
 function isInNodeModules(file: string): boolean {
   return file.includes(`${sep}node_modules${sep}`);
 }
 
 /** A Node-style "not found" error, named after the module that imports it (not the bundle). */
 function moduleNotFound(specifier: string, resolveDir: string, importer: string): Error {
-  const relative = specifier.startsWith('.') || specifier.startsWith('/');
   const error = new Error(
-    relative
+    isPathSpecifier(specifier)
       ? `Cannot find module '${resolve(resolveDir, specifier)}' imported from ${importer}`
       : `Cannot find package '${specifier}' imported from ${importer}`,
   ) as Error & { code: string };
@@ -207,15 +211,18 @@ export async function bundleConfig(file: string, outfile: string): Promise<Bundl
               ],
             };
           }
-          const relative = args.path.startsWith('.') || args.path.startsWith('/');
           return {
-            path: relative ? pathToFileURL(resolve(args.resolveDir, args.path)).href : args.path,
+            path: isPathSpecifier(args.path)
+              ? pathToFileURL(resolve(args.resolveDir, args.path)).href
+              : args.path,
             external: true,
           };
         }
         if (resolved.external) return { path: resolved.path, external: true };
         if (inlinedExtension.test(resolved.path)) return { path: resolved.path };
+        // The user's own JavaScript (a relative import), not a package's, which Node runs as is.
         if (
+          isPathSpecifier(args.path) &&
           javaScriptExtension.test(resolved.path) &&
           !isInNodeModules(resolved.path) &&
           (await reachesTypeScript(resolved.path))
