@@ -6,7 +6,6 @@ import { ConfigError, isConfigError } from './errors.ts';
 import { importDefault } from './import-module.ts';
 import { describeLoadError } from './load-error.ts';
 import type { ResolvedConfig } from './types.ts';
-import { resolveConfig } from './validate.ts';
 
 export interface LoadConfigOptions {
   /** Where discovery starts (and `configPath` is resolved from). Defaults to `process.cwd()`. */
@@ -72,6 +71,9 @@ export async function loadConfig(options: LoadConfigOptions = {}): Promise<Resol
   ) {
     prepareBundle(likelyConfig);
   }
+  // Loaded while esbuild works (validation brings croner and the strategies).
+  const validation = import('./validate.ts');
+  validation.catch(() => {}); // awaited below; no unhandled rejection when the search fails first
   const { cosmiconfig } = await import('cosmiconfig');
   const moduleLoader = (filepath: string) => loadModule(filepath);
   const explorer = cosmiconfig('resil', {
@@ -115,5 +117,6 @@ export async function loadConfig(options: LoadConfigOptions = {}): Promise<Resol
   if (result.isEmpty === true) {
     throw new ConfigError({ file: result.filepath, message: 'the config file is empty' });
   }
+  const { resolveConfig } = await validation;
   return resolveConfig(result.config, result.filepath);
 }
