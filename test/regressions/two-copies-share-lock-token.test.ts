@@ -4,8 +4,8 @@
  * getLockToken() and LOCK_TOKEN.
  */
 import { existsSync } from 'node:fs';
-import { describe, expect, it } from 'vitest';
 import { getLockToken, LOCK_TOKEN, MemoryLockStore, ResiliencePipelineBuilder } from 'resil';
+import { describe, expect, it } from 'vitest';
 
 const built = new URL('../../dist/index.js', import.meta.url);
 
