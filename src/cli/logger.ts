@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
 import pino, { type DestinationStream, type Logger } from 'pino';
 import { redactCredentials } from '../scheduler/credentials.ts';
+import { shouldColor } from './output.ts';
 
 export type { Logger };
 
@@ -54,7 +55,13 @@ export function createLogger(options: CreateLoggerOptions = {}): Logger {
 function prettyStream(): DestinationStream {
   // pino-pretty is only needed on a terminal: load it then, not on every start.
   const build = createRequire(import.meta.url)('pino-pretty') as (options: object) => DestinationStream;
-  return build({ colorize: true, sync: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' });
+  // pino-pretty's own colour detection ignores NO_COLOR: decide as the rest of the CLI does.
+  return build({
+    colorize: shouldColor(process.stdout),
+    sync: true,
+    translateTime: 'SYS:HH:MM:ss.l',
+    ignore: 'pid,hostname',
+  });
 }
 
 function serializeError(value: unknown): unknown {

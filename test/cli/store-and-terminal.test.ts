@@ -184,6 +184,37 @@ describe('terminal output', () => {
     expect(plain.stdout).not.toMatch(ansiPattern);
   });
 
+  it.skipIf(!commandExists('script') || !commandExists('timeout'))(
+    'resil run logs pretty lines on a terminal, coloured unless NO_COLOR or FORCE_COLOR=0',
+    async () => {
+      // `resil run` on a pseudo-terminal, stopped with SIGINT after 2 s: enough for the start lines.
+      const stopAfter = (env: NodeJS.ProcessEnv) =>
+        new Promise<string>((resolve) => {
+          const childEnv: NodeJS.ProcessEnv = {
+            ...process.env,
+            NO_COLOR: undefined,
+            FORCE_COLOR: undefined,
+            ...env,
+          };
+          for (const key of Object.keys(childEnv)) if (childEnv[key] === undefined) delete childEnv[key];
+          execFile(
+            'script',
+            ['-qec', `timeout -s INT 2 ${process.execPath} ${binary} run`, '/dev/null'],
+            { cwd: project.directory, env: childEnv, timeout: 30_000 },
+            (_error, stdout) => resolve(stdout),
+          );
+        });
+      const coloured = await stopAfter({});
+      expect(coloured).toContain('runner started');
+      expect(coloured).toMatch(ansiPattern);
+      for (const env of [{ NO_COLOR: '1' }, { FORCE_COLOR: '0' }]) {
+        const plain = await stopAfter(env);
+        expect(plain, JSON.stringify(env)).toContain('runner started');
+        expect(plain, JSON.stringify(env)).not.toMatch(ansiPattern);
+      }
+    },
+  );
+
   it('FORCE_COLOR colours a pipe; NO_COLOR wins over it', async () => {
     expect(
       (await runCli(['jobs', 'list'], { cwd: project.directory, env: { FORCE_COLOR: '1' } })).stdout,
