@@ -42,6 +42,17 @@ async function closeStore(store: LockStore | undefined): Promise<void> {
   if (!(await callBounded(client, 'quit'))) await callBounded(pool, 'end');
 }
 
+/**
+ * A reader that went away (`resil --help | head -1`) is not an error of ours: exit quietly with
+ * the exit code so far instead of crashing with `write EPIPE`.
+ */
+function exitQuietlyOnClosedPipe(stream: NodeJS.WriteStream, exitCode: () => number): void {
+  stream.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code === 'EPIPE') process.exit(exitCode());
+    throw error;
+  });
+}
+
 /** Resolves once everything written to `stream` so far has been handed to the OS. */
 function flush(stream: NodeJS.WriteStream): Promise<void> {
   return new Promise((resolve) => {
@@ -98,6 +109,8 @@ export async function main(argv: readonly string[] = process.argv): Promise<neve
     },
   };
   const program = createProgram(helpers);
+  exitQuietlyOnClosedPipe(process.stdout, () => exitCode);
+  exitQuietlyOnClosedPipe(process.stderr, () => exitCode);
 
   try {
     if (argv.length <= 2) {

@@ -44,6 +44,7 @@ export function createProgram(helpers: CommandHelpers): Command {
     .helpCommand('help [command]', 'show help for a command')
     .option('-c, --config <file>', 'config file (default: found from the working directory by cosmiconfig)')
     .showSuggestionAfterError()
+    .showHelpAfterError('(see resil --help)')
     .configureOutput({
       writeOut: (text) => helpers.stdout.write(text),
       writeErr: (text) => helpers.stderr.write(text),
@@ -54,6 +55,10 @@ export function createProgram(helpers: CommandHelpers): Command {
       `
 Config: resil.config.ts / .js / .mjs, .resilrc, .resilrc.json, .resilrc.yaml or package.json#resil,
 found from the working directory up to the project root, or given with --config.
+
+Exit codes: 0 success (and help: \`resil\`, \`resil jobs\` or \`resil lock\` alone print their help);
+1 failure; 2 usage error (unknown command, option or job, bad --log-level) or bad config;
+others per command (see resil <command> --help).
 
 Examples:
   $ resil run                          run every enabled job until Ctrl-C
@@ -76,5 +81,27 @@ Examples:
 /** Subcommands write through the same streams and report errors the same way as the program. */
 function inheritSettings(command: Command, program: Command): void {
   command.copyInheritedSettings(program);
+  command.showHelpAfterError(`(see ${commandPath(command)} --help)`);
+  if (command.commands.length > 0) helpWithoutSubcommand(command);
   for (const child of command.commands) inheritSettings(child, command);
+}
+
+function commandPath(command: Command): string {
+  const names: string[] = [];
+  for (let current: Command | null = command; current !== null; current = current.parent) {
+    names.unshift(current.name());
+  }
+  return names.join(' ');
+}
+
+/**
+ * `resil jobs` alone prints its help on stdout and exits 0, like `resil` alone: asking a command
+ * group what it can do is not a mistake. An unknown subcommand (`resil jobs lsit`) stays a usage
+ * error (exit 2, with a suggestion).
+ */
+function helpWithoutSubcommand(command: Command): void {
+  command.allowExcessArguments().action((_options: unknown, self: Command) => {
+    if (self.args.length > 0) (self as unknown as { unknownCommand(): never }).unknownCommand();
+    self.help();
+  });
 }
