@@ -1,9 +1,11 @@
 import { CommanderError } from 'commander';
 import { isConfigError } from '../config/errors.ts';
 import type { ResolvedConfig } from '../config/types.ts';
+import { isUnknownJobError } from '../scheduler/errors.ts';
 import type { LockStore } from '../strategies/lock/store.ts';
 import { createStyles, shouldColor } from './output.ts';
 import { type CommandHelpers, createProgram } from './program.ts';
+import { isUsageError } from './usage-error.ts';
 
 /** Exit codes shared by every command. */
 const exitCodes = { ok: 0, failure: 1, usage: 2, config: 2 } as const;
@@ -63,6 +65,11 @@ function flush(stream: NodeJS.WriteStream): Promise<void> {
 
 function reportError(error: unknown, helpers: CommandHelpers): number {
   const { errorStyles, stderr } = helpers;
+  if (isUsageError(error) || isUnknownJobError(error)) {
+    stderr.write(`${errorStyles.red('error:')} ${error.message}\n`);
+    if (isUnknownJobError(error) && error.filepath) stderr.write(`  config: ${error.filepath}\n`);
+    return exitCodes.usage;
+  }
   if (isConfigError(error)) {
     const title =
       error.problems.length === 1 ? 'bad config' : `bad config (${error.problems.length} problems)`;

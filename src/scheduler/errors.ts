@@ -1,3 +1,4 @@
+import { closestName } from '../config/did-you-mean.ts';
 import { errorGuard, ResilienceError } from '../pipeline/errors.ts';
 
 /**
@@ -14,7 +15,11 @@ export class ShutdownError extends ResilienceError {
 
 export const isShutdownError = errorGuard<ShutdownError>('SHUTDOWN');
 
-/** A job name given on the command line (or to `runJobNow`) is not in the config. */
+/**
+ * A job name given on the command line (or to `runJobNow`) is not in the config. The message is
+ * the one the CLI prints: `unknown job "nope"; jobs in this config: a, b` with a suggestion when
+ * a defined name is close.
+ */
 export class UnknownJobError extends ResilienceError {
   readonly code = 'UNKNOWN_JOB';
   constructor(
@@ -23,8 +28,9 @@ export class UnknownJobError extends ResilienceError {
     readonly known: readonly string[],
     readonly filepath?: string,
   ) {
+    const suggestion = closestName(job, known);
     super(
-      `Unknown job "${job}"${filepath ? ` in ${filepath}` : ''}. ${known.length ? `Jobs: ${known.join(', ')}.` : 'The config defines no jobs.'}`,
+      `unknown job "${job}"; ${known.length ? `jobs in this config: ${known.join(', ')}` : 'the config defines no jobs'}${suggestion === undefined ? '' : ` (did you mean "${suggestion}"?)`}`,
     );
     this.name = 'UnknownJobError';
   }

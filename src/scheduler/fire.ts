@@ -22,8 +22,10 @@ import type { LockStore } from '../strategies/lock/store.ts';
 import { lockStrategy } from '../strategies/lock/strategy.ts';
 import { LOCK_TOKEN } from '../strategies/lock/token.ts';
 import { retryStrategy } from '../strategies/retry/strategy.ts';
+import { isTimeoutRejectedError } from '../strategies/timeout/errors.ts';
 import { timeoutStrategy } from '../strategies/timeout/strategy.ts';
 import { describeError } from './credentials.ts';
+import { isShutdownError } from './errors.ts';
 import type { StoreClock } from './store-clock.ts';
 
 /** Why a fire did not run its job. */
@@ -82,6 +84,12 @@ export interface FireOptions {
   signal?: AbortSignal;
   /** Called once `run` is about to be called for the first time (the runner's grace period starts mattering). */
   onStart?: () => void;
+  /**
+   * Called when the signal of a running attempt aborts (timeout, lost lease, shutdown), with the
+   * abort reason and a promise that resolves once that attempt settles: a caller can bound how long
+   * it waits for a job that ignores its signal.
+   */
+  onAttemptAborted?: (reason: unknown, settled: Promise<void>) => void;
 }
 
 /** Per-fire state, found by the ledger strategy through the fire's callback. */
@@ -90,6 +98,7 @@ interface FireState {
   readonly kind: 'scheduled' | 'catch-up' | 'manual';
   readonly deadlineMs: number;
   readonly onStart: (() => void) | undefined;
+  readonly onAttemptAborted: FireOptions['onAttemptAborted'];
   token: number | undefined;
   attempts: number;
   /** Store clock, epoch ms, when the first attempt started. */
@@ -141,6 +150,7 @@ export class JobFirer {
             ? (this.job.catchUpMs ?? 0)
             : this.job.startingDeadlineMs,
       onStart: options.onStart,
+      onAttemptAborted: options.onAttemptAborted,
       token: undefined,
       attempts: 0,
       startedAt: undefined,
@@ -209,15 +219,43 @@ export class JobFirer {
     }
     const token = context.properties.get(LOCK_TOKEN);
     const scheduledAt = new Date(state.scheduledAt);
+    const logger = this.#logger.child({ scheduledAt: scheduledAt.toISOString(), attempt });
+    if (attempt === 1) this.#logger.debug({ scheduledAt: scheduledAt.toISOString(), token }, 'job started');
     const ctx: JobContext = {
       signal: context.signal,
       job: this.job.name,
       scheduledAt,
       attempt,
-      logger: this.#logger.child({ scheduledAt: scheduledAt.toISOString(), attempt }),
+      logger,
       token,
     };
-    return this.job.run(ctx);
+    const { signal } = context;
+    // Runs the job as a promise even when `run` throws synchronously, so its settling can be watched.
+    const running = (async () => this.job.run(ctx))();
+    // Told the moment the signal aborts, not when the job settles: a job that ignores its signal
+    // may never settle, and the timeout strategy reports only after it does.
+    const onAbort = () => {
+      const reason = signal.reason;
+      if (isTimeoutRejectedError(reason)) {
+        this.#logger.warn(
+          { scheduledAt: scheduledAt.toISOString(), attempt, timeoutMs: reason.timeout },
+          'attempt timed out: its signal is aborted',
+        );
+      }
+      state.onAttemptAborted?.(
+        reason,
+        running.then(
+          () => {},
+          () => {},
+        ),
+      );
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+    try {
+      return await running;
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+    }
   }
 
   #build(): ResiliencePipeline<unknown> {
@@ -267,7 +305,8 @@ export class JobFirer {
         );
         return;
       case 'OnTimeout':
-        this.#logger.warn({ ...fields, timeoutMs: args.timeout }, 'attempt timed out');
+        // Logged at warn when the timer fired (see #attempt); this is the attempt settling after it.
+        this.#logger.debug({ ...fields, timeoutMs: args.timeout }, 'timed-out attempt settled');
         return;
       case 'OnLockLost':
         this.#logger.warn(
@@ -298,7 +337,10 @@ export class JobFirer {
     if (state.startedAt !== undefined && state.kind !== 'manual')
       fields.lateMs = round(state.startedAt - state.scheduledAt);
     if (state.kind !== 'scheduled') fields.kind = state.kind;
-    if (result.outcome === 'failure') {
+    if (result.outcome === 'failure' && isShutdownError(result.error)) {
+      // Aborted on purpose (Ctrl-C, shutdown): the reason, not a stack from inside resil.
+      this.#logger.warn({ ...fields, error: result.error.message }, 'job aborted');
+    } else if (result.outcome === 'failure') {
       this.#logger.error({ ...fields, err: result.error }, 'job failed');
     } else if (result.outcome === 'success') {
       this.#logger.info(fields, 'job succeeded');

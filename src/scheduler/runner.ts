@@ -344,7 +344,12 @@ export async function runJobNow(
   config: ResolvedConfig,
   jobName: string,
   logger: SchedulerLogger,
-  options: { timeProvider?: TimeProvider; signal?: AbortSignal } = {},
+  options: {
+    timeProvider?: TimeProvider;
+    signal?: AbortSignal;
+    /** See `FireOptions.onAttemptAborted`. */
+    onAttemptAborted?: FireOptions['onAttemptAborted'];
+  } = {},
 ): Promise<FireResult> {
   const job = config.jobs.find((candidate) => candidate.name === jobName);
   if (job === undefined) {
@@ -364,7 +369,11 @@ export async function runJobNow(
     // The lock reports an unreachable store as the result.
   }
   const firer = new JobFirer(job, environmentFor(config, clock, time, log));
-  return firer.fire(Math.round(clock.now()), { kind: 'manual', signal: options.signal });
+  return firer.fire(Math.round(clock.now()), {
+    kind: 'manual',
+    signal: options.signal,
+    onAttemptAborted: options.onAttemptAborted,
+  });
 }
 
 function environmentFor(

@@ -1,8 +1,11 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   ansiPattern,
+  binary,
   createProject,
   ensureCliBuilt,
   type Project,
@@ -58,6 +61,8 @@ describe('--help and --version', () => {
   });
 
   it.each([
+    [['jobs'], ['list', 'run', 'Examples:']],
+    [['lock'], ['status', 'Examples:']],
     [
       ['jobs', '--help'],
       ['list', 'run', 'Examples:'],
@@ -91,11 +96,51 @@ describe('--help and --version', () => {
   it('exits 2 on an unknown command or option, with a suggestion', async () => {
     const command = await runCli(['jobs', 'lsit']);
     expect(command.code).toBe(2);
-    expect(command.stderr).toContain('(Did you mean list?)');
+    expect(command.stderr).toBe(
+      "error: unknown command 'lsit'\n(Did you mean list?)\n(see resil jobs --help)\n",
+    );
     const option = await runCli(['jobs', 'list', '--jsno'], { cwd: project.directory });
     expect(option.code).toBe(2);
     expect(option.stderr).toContain("unknown option '--jsno'");
   });
+
+  it.each([
+    [['run', '--log-level', 'loud'], {}, '--log-level'],
+    [['run'], { LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
+    [['jobs', 'run', 'beat'], { LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
+  ])('%j with %j: exits 2 naming the bad log level', async (args, env, source) => {
+    const result = await runCli(args, { cwd: project.directory, env });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toBe(
+      `error: invalid ${source} "loud": use trace, debug, info, warn, error, fatal or silent\n`,
+    );
+    expect(result.stdout).toBe('');
+  });
+
+  it('exits 2 on an unknown top-level command, pointing at --help', async () => {
+    const result = await runCli(['frobnicate']);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain("unknown command 'frobnicate'");
+    expect(result.stderr).toContain('see resil --help');
+  });
+
+  it.each([[['--help']], [['jobs']], [['jobs', 'list']]])(
+    '%j exits 0 quietly when its reader has gone away (EPIPE)',
+    async (args) => {
+      const child = spawn(process.execPath, [binary, ...args], {
+        cwd: project.directory,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      // Closed before the first write, like `resil --help | head -0`.
+      child.stdout.destroy();
+      let stderr = '';
+      child.stderr.on('data', (chunk: Buffer) => {
+        stderr += chunk.toString();
+      });
+      const [code] = (await once(child, 'exit')) as [number | null];
+      expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
+    },
+  );
 
   it('exits 2 when jobs run has no name', async () => {
     const result = await runCli(['jobs', 'run']);
@@ -198,10 +243,20 @@ describe('jobs run', () => {
   it('exits 2 for a job the config does not define, naming the ones it does', async () => {
     const result = await runCli(['jobs', 'run', 'nope'], { cwd: project.directory });
     expect(result.code).toBe(2);
-    expect(result.stderr).toContain(
-      'job "nope": unknown job; jobs in this config: beat, nightly, unlocked, off, broken',
+    expect(result.stderr).toBe(
+      `error: unknown job "nope"; jobs in this config: beat, nightly, unlocked, off, broken\n  config: ${project.path('resil.config.ts')}\n`,
     );
-    expect(result.stderr).toContain(project.path('resil.config.ts'));
+  });
+
+  it('suggests a close name, in the same words as resil run --job', async () => {
+    const jobsRun = await runCli(['jobs', 'run', 'nigthly'], { cwd: project.directory });
+    const run = await runCli(['run', '--job', 'nigthly'], { cwd: project.directory });
+    for (const result of [jobsRun, run]) {
+      expect(result.code).toBe(2);
+      expect(result.stderr.split('\n')[0]).toBe(
+        'error: unknown job "nigthly"; jobs in this config: beat, nightly, unlocked, off, broken (did you mean "nightly"?)',
+      );
+    }
   });
 });
 

@@ -279,7 +279,15 @@ describe('JobRunner', () => {
       error = caught;
     }
     expect(isUnknownJobError(error)).toBe(true);
-    expect((error as Error).message).toBe('Unknown job "nope" in /virtual/resil.config.ts. Jobs: a, b, c.');
+    expect((error as Error).message).toBe('unknown job "nope"; jobs in this config: a, b, c');
+    try {
+      new JobRunner({ config, logger, jobs: ['bb'] });
+    } catch (caught) {
+      error = caught;
+    }
+    expect((error as Error).message).toBe(
+      'unknown job "bb"; jobs in this config: a, b, c (did you mean "b"?)',
+    );
   });
 });
 

@@ -1,9 +1,12 @@
-import { ConfigError } from '../../config/errors.ts';
+import { formatDuration } from '../../pipeline/duration.ts';
 import { describeError } from '../../scheduler/credentials.ts';
-import { isUnknownJobError } from '../../scheduler/errors.ts';
+import { ShutdownError, UnknownJobError } from '../../scheduler/errors.ts';
 import { type FireResult, runJobNow } from '../../scheduler/runner.ts';
+import { isLockLostError } from '../../strategies/lock/errors.ts';
+import { isTimeoutRejectedError } from '../../strategies/timeout/errors.ts';
 import { createLogger } from '../logger.ts';
 import type { CommandHelpers } from '../program.ts';
+import { resolveLogLevel } from '../usage-error.ts';
 
 /** `resil jobs run` exit codes (CONTRACT.md). */
 const jobsRunExitCodes = { success: 0, failure: 1, configError: 2, lockHeld: 3 } as const;
@@ -36,45 +39,114 @@ function describeResult(name: string, result: FireResult): string {
   }
 }
 
+/** After the job's signal aborts, how long it gets to settle before the command gives up (as `resil run`). */
+const abortSettleMs = 5_000;
+
+const signalExitCodes: Record<string, number> = { SIGINT: 130, SIGTERM: 143 };
+
 /**
  * `resil jobs run <name>`: one run now through the job's lock, ledger, timeout and retry.
- * Logs go to stdout like `resil run`'s; the one-line result goes to stderr. Ctrl-C aborts the
- * job's signal (its lease is then released); a second Ctrl-C exits at once.
+ * Logs go to stdout like `resil run`'s; the one-line result goes to stderr.
+ *
+ * Once the job's signal aborts (its timeout, a lost lease, or Ctrl-C) the job gets 5 s to settle;
+ * a job that ignores its signal is then given up on: an error naming it is logged and the command
+ * exits 1 (130 after SIGINT, 143 after SIGTERM). Ctrl-C aborts the job's signal (its lease is then
+ * released) and exits 130 once it settles; a second Ctrl-C exits at once.
  */
 export async function runJob(helpers: CommandHelpers, name: string): Promise<void> {
+  const level = resolveLogLevel(undefined);
   const config = await helpers.loadConfig();
+  const { errorStyles, stderr } = helpers;
+  // Throws UnknownJobError before anything runs: reported with exit code 2.
   if (!config.jobs.some((job) => job.name === name)) {
-    const known = config.jobs.map((job) => job.name);
-    throw new ConfigError({
-      file: config.filepath,
-      job: name,
-      message: `unknown job; ${known.length === 0 ? 'the config defines no jobs' : `jobs in this config: ${known.join(', ')}`}`,
-    });
+    throw new UnknownJobError(
+      name,
+      config.jobs.map((job) => job.name),
+      config.filepath,
+    );
   }
-  const logger = createLogger();
+  const base = createLogger({ level });
+  // For this command's own lines; the run's lines get the same bindings inside runJobNow.
+  const logger = base.child({ instance: config.instance, job: name });
   const interrupt = new AbortController();
+  let interruptedBy: NodeJS.Signals | undefined;
+  let giveUp!: (code: number) => void;
+  const givenUp = new Promise<number>((resolve) => {
+    giveUp = resolve;
+  });
+  const timers = new Set<NodeJS.Timeout>();
+  /** Gives the job `abortSettleMs` to settle (`settled`), then gives up on it. */
+  const boundSettling = (settled: Promise<void> | undefined, why: string) => {
+    const timer = setTimeout(() => {
+      logger.error(
+        { abortSettleMs },
+        `${name} ignored its aborted signal (${why}) for ${abortSettleMs / 1_000} s: giving up on it; its lease expires after its ttl`,
+      );
+      logger.flush();
+      giveUp(interruptedBy === undefined ? jobsRunExitCodes.failure : signalExitCodes[interruptedBy]!);
+    }, abortSettleMs);
+    timers.add(timer);
+    void settled?.then(() => {
+      clearTimeout(timer);
+      timers.delete(timer);
+    });
+  };
   const onSignal = (signal: NodeJS.Signals) => {
-    if (interrupt.signal.aborted) process.exit(130);
-    interrupt.abort(new Error(`interrupted by ${signal}`));
+    if (interruptedBy !== undefined) {
+      stderr.write(`${errorStyles.red(`${name}: forced exit`)}; its lease expires after its ttl\n`);
+      process.exit(signalExitCodes[signal] ?? 130);
+    }
+    interruptedBy = signal;
+    stderr.write(`aborting ${name}... press Ctrl-C again to force\n`);
+    interrupt.abort(new ShutdownError(`interrupted by ${signal}`));
+    // Bounded even if the abort reaches no running attempt (the job is not far enough to notice).
+    boundSettling(undefined, signal);
+  };
+  const onAttemptAborted = (reason: unknown, settled: Promise<void>) => {
+    // A Ctrl-C is already bounded by onSignal.
+    if (interruptedBy !== undefined) return;
+    boundSettling(settled, describeAbort(reason));
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
-  let result: FireResult;
+  let outcome: { result: FireResult } | { code: number };
   try {
-    result = await runJobNow(config, name, logger, { signal: interrupt.signal });
-  } catch (error) {
-    if (!isUnknownJobError(error)) throw error;
-    throw new ConfigError({ file: config.filepath, job: name, message: error.message });
+    outcome = await Promise.race([
+      runJobNow(config, name, base, { signal: interrupt.signal, onAttemptAborted }).then((result) => ({
+        result,
+      })),
+      givenUp.then((code) => ({ code })),
+    ]);
   } finally {
+    for (const timer of timers) clearTimeout(timer);
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
     logger.flush();
   }
+  if ('code' in outcome) {
+    stderr.write(
+      `${errorStyles.red(`${name}: gave up: the job ignored its aborted signal for ${abortSettleMs / 1_000} s`)}\n`,
+    );
+    helpers.setExitCode(outcome.code);
+    return;
+  }
+  const { result } = outcome;
+  if (interruptedBy !== undefined && result.outcome !== 'success') {
+    // Settled after Ctrl-C: an interruption, not a failure of the job.
+    stderr.write(`${errorStyles.yellow(`${name}: interrupted by ${interruptedBy}`)}\n`);
+    helpers.setExitCode(signalExitCodes[interruptedBy]!);
+    return;
+  }
   const code = exitCodeOf(result);
-  const { errorStyles } = helpers;
   const line = describeResult(name, result);
-  helpers.stderr.write(
+  stderr.write(
     `${code === 0 ? errorStyles.green(line) : code === 1 ? errorStyles.red(line) : errorStyles.yellow(line)}\n`,
   );
   helpers.setExitCode(code);
+}
+
+function describeAbort(reason: unknown): string {
+  if (isTimeoutRejectedError(reason)) return `timed out after ${formatDuration(reason.timeout)}`;
+  if (isLockLostError(reason)) return 'lease lost';
+  return reason instanceof Error ? reason.message : String(reason);
 }

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import type { ResolvedConfig } from '../../config/types.ts';
+import { resolveLogLevel } from '../usage-error.ts';
 
 /** What `resil run` needs from the program around it (a subset of the program's `CommandHelpers`). */
 export interface RunCommandHelpers {
@@ -22,7 +23,10 @@ export function registerRunCommand(program: Command, helpers: RunCommandHelpers)
     .command('run')
     .description('schedule every enabled job (or the ones named with --job) and run until SIGINT/SIGTERM')
     .option('-j, --job <name...>', 'run only this job (repeatable; a named job runs even if disabled)')
-    .option('--log-level <level>', 'trace, debug, info, warn, error or silent (default: LOG_LEVEL or info)')
+    .option(
+      '--log-level <level>',
+      'trace, debug, info, warn, error, fatal or silent (default: LOG_LEVEL or info)',
+    )
     .addHelpText(
       'after',
       `
@@ -52,24 +56,18 @@ Examples:
     )
     .action(async (options: { job?: string[]; logLevel?: string }) => {
       const setExitCode = helpers.setExitCode ?? ((code: number) => (process.exitCode = code));
-      const stderr = helpers.stderr ?? process.stderr;
+      // Checked before the config loads: a typo should not wait for the store to connect.
+      const level = resolveLogLevel(options.logLevel);
       const config = await helpers.loadConfig();
       // Loaded here, not at the top: `resil --help` should not pay for croner, pino and the scheduler.
-      const [{ createLogger }, { JobRunner }, { isUnknownJobError }] = await Promise.all([
+      const [{ createLogger }, { JobRunner }] = await Promise.all([
         import('../logger.ts'),
         import('../../scheduler/runner.ts'),
-        import('../../scheduler/errors.ts'),
       ]);
-      const logger = createLogger({ level: options.logLevel });
-      let runner: InstanceType<typeof JobRunner>;
-      try {
-        runner = new JobRunner({ config, logger, jobs: options.job });
-      } catch (error) {
-        if (!isUnknownJobError(error)) throw error;
-        stderr.write(`resil run: ${error.message}\n`);
-        setExitCode(2);
-        return;
-      }
+      // An unknown --job throws UnknownJobError, reported like `jobs run`'s (exit 2).
+      const base = createLogger({ level });
+      const runner = new JobRunner({ config, logger: base, jobs: options.job });
+      const logger = base.child({ instance: config.instance });
 
       const stopped = new Promise<void>((resolve) => {
         let received = 0;
