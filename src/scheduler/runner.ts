@@ -35,6 +35,8 @@ export interface JobRunnerOptions {
 
 /** A fire in progress, tracked for graceful shutdown. */
 interface InFlightFire {
+  readonly job: string;
+  readonly scheduledAt: number;
   readonly controller: AbortController;
   /** True once the job's `run` was called: only then does the grace period apply. */
   started: boolean;
@@ -197,9 +199,13 @@ export class JobRunner {
       const reason = new ShutdownError('The job runner is stopping: the grace period ran out.');
       for (const fire of this.#inFlight) fire.controller.abort(reason);
       if (!(await this.#settle(this.#abortSettleMs))) {
+        const stuck = [...this.#inFlight].map((fire) => ({
+          job: fire.job,
+          scheduledAt: new Date(fire.scheduledAt).toISOString(),
+        }));
         this.#logger.error(
-          { running: this.#inFlight.size },
-          'jobs ignored their aborted signal: stopping without them, their leases expire after their ttl',
+          { running: stuck.length, jobs: stuck, abortSettleMs: this.#abortSettleMs },
+          `jobs ignored their aborted signal: stopping without ${stuck.map((fire) => `${fire.job} (${fire.scheduledAt})`).join(', ')}; their leases expire after their ttl`,
         );
       }
     }
@@ -258,6 +264,8 @@ export class JobRunner {
 
   #track(firer: JobFirer, scheduledAt: number, options: FireOptions): void {
     const fire: InFlightFire = {
+      job: firer.job.name,
+      scheduledAt,
       controller: new AbortController(),
       started: false,
       done: undefined as unknown as Promise<FireResult>,

@@ -227,11 +227,14 @@ describe('JobRunner', () => {
       const stopped = runner.stop();
       await vi.advanceTimersByTimeAsync(2_000);
       await stopped;
-      expect(
-        logger.lines.some(
-          (line) => line.level === 'error' && line.msg?.includes('ignored their aborted signal'),
-        ),
-      ).toBe(true);
+      const stuck = logger.lines.find(
+        (line) => line.level === 'error' && line.msg?.includes('ignored their aborted signal'),
+      );
+      // Names the job and the occurrence it was running.
+      expect(stuck?.msg).toMatch(/stopping without report \(\d{4}-\d\d-\d\dT[\d:.]+Z\)/);
+      expect(stuck).toMatchObject({
+        jobs: [{ job: 'report', scheduledAt: expect.stringMatching(/Z$/) }],
+      });
     });
 
     it('drops a fire still waiting for the store clock (never early) at once', async () => {
