@@ -10,9 +10,7 @@ export default defineJob({
   lock: { ttl: '10s' },
   timeout: '2s',
   run: async (ctx) => {
-    ctx.logger.info(
-      { scheduledAt: ctx.scheduledAt.toISOString(), token: ctx.token, uptimeS: Math.round(process.uptime()) },
-      'heartbeat',
-    );
+    // ctx.logger already carries job, scheduledAt and attempt.
+    ctx.logger.info({ token: ctx.token, uptimeS: Math.round(process.uptime()) }, 'heartbeat');
   },
 });

@@ -23,6 +23,15 @@ describe("the repository's example config (resil.config.ts + jobs/)", () => {
     expect(Date.now() - new Date(report.scheduledAt).getTime()).toBeLessThan(30_000);
   });
 
+  it('runs the heartbeat now, each field once in its line', async () => {
+    const result = await runCli(['jobs', 'run', 'heartbeat'], { cwd: repoRoot, env: { REDIS_URL: '' } });
+    expect(result.code, result.stderr).toBe(0);
+    const line = result.stdout.split('\n').find((text) => text.includes('"msg":"heartbeat"'));
+    expect(line).toBeDefined();
+    expect(line!.match(/"scheduledAt":/g)).toHaveLength(1);
+    expect(line!.match(/"job":/g)).toHaveLength(1);
+  });
+
   it('runs the cache rebuild now', async () => {
     const result = await runCli(['jobs', 'run', 'cache-rebuild'], { cwd: repoRoot, env: { REDIS_URL: '' } });
     expect(result.code, result.stderr).toBe(0);
