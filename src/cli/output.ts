@@ -92,11 +92,31 @@ export function formatRelative(at: Date, now: number): string {
   return ms >= 0 ? `in ${formatSpan(ms)}` : `${formatSpan(ms)} ago`;
 }
 
-const pad = (value: number) => String(value).padStart(2, '0');
+const zonedFormats = new Map<string, Intl.DateTimeFormat>();
 
-/** `2025-11-30 14:00:05` in this machine's local time. */
-export function formatLocalTime(at: Date): string {
-  return `${at.getFullYear()}-${pad(at.getMonth() + 1)}-${pad(at.getDate())} ${pad(at.getHours())}:${pad(at.getMinutes())}:${pad(at.getSeconds())}`;
+/**
+ * `2026-12-01 02:00:00 UTC` (or `... GMT+1`, `... EST`): the wall-clock time in the IANA zone
+ * `timeZone`, with the zone's short name so that it is never mistaken for this machine's time.
+ */
+export function formatTimeIn(at: Date, timeZone: string): string {
+  let format = zonedFormats.get(timeZone);
+  if (format === undefined) {
+    format = new Intl.DateTimeFormat('en-US', {
+      timeZone,
+      hourCycle: 'h23',
+      year: 'numeric',
+      month: '2-digit',
+      day: '2-digit',
+      hour: '2-digit',
+      minute: '2-digit',
+      second: '2-digit',
+      timeZoneName: 'short',
+    });
+    zonedFormats.set(timeZone, format);
+  }
+  const parts: Record<string, string> = {};
+  for (const { type, value } of format.formatToParts(at)) parts[type] = value;
+  return `${parts.year}-${parts.month}-${parts.day} ${parts.hour}:${parts.minute}:${parts.second} ${parts.timeZoneName}`;
 }
 
 /** The machine's IANA timezone, for jobs that do not name one. */

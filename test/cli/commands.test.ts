@@ -151,7 +151,11 @@ describe('--help and --version', () => {
 
 describe('jobs list', () => {
   it('prints an aligned table without colours off a terminal', async () => {
-    const result = await runCli(['jobs', 'list'], { cwd: project.directory });
+    // The machine's zone must not leak into NEXT RUN: each job's is shown in its own zone.
+    const result = await runCli(['jobs', 'list'], {
+      cwd: project.directory,
+      env: { TZ: 'America/New_York' },
+    });
     expect(result.code).toBe(0);
     expect(result.stdout).not.toMatch(ansiPattern);
     const lines = result.stdout.trimEnd().split('\n');
@@ -163,10 +167,10 @@ describe('jobs list', () => {
     for (const line of lines.slice(1)) expect(line[offset - 1]).toBe(' ');
     const row = (name: string) => lines.find((line) => line.startsWith(`${name} `))!;
     expect(row('beat')).toMatch(
-      /\*\/10 \* \* \* \* \*\s+UTC\s+\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \(in \d+s\)\s+beat\s+never$/,
+      /\*\/10 \* \* \* \* \*\s+UTC\s+\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC \(in \d+s\)\s+beat\s+never$/,
     );
     expect(row('nightly')).toMatch(
-      /Europe\/Paris\s+.*\(in (\d+h( \d+m)?|\d+m( \d+s)?)\)\s+nightly-lock\s+never$/,
+      /Europe\/Paris\s+\d{4}-\d\d-\d\d 02:00:00 GMT\+[12] \(in (\d+h( \d+m)?|\d+m( \d+s)?)\)\s+nightly-lock\s+never$/,
     );
     expect(row('unlocked')).toMatch(/\s+none\s+never$/);
     expect(row('off')).toMatch(/\s+disabled\s+off\s+never$/);

@@ -62,10 +62,14 @@ describe.skipIf(!redisUrl)('with a Redis store', () => {
       expect(expiresIn).toBeGreaterThan(15_000);
       expect(expiresIn).toBeLessThanOrEqual(31_000);
 
-      const text = await runCli(['lock', 'status', 'report-lock'], { cwd: project.directory });
+      const text = await runCli(['lock', 'status', 'report-lock'], {
+        cwd: project.directory,
+        env: { TZ: 'UTC' },
+      });
       expect(text.code).toBe(0);
+      // The expiry in this machine's zone, labelled with it.
       expect(text.stdout).toMatch(
-        /^Lock report-lock: held\n {2}owner {7}other-instance:42\n {2}token {7}\d+\n {2}expires at {2}.+\(in \d+s, store clock\)\n$/,
+        /^Lock report-lock: held\n {2}owner {7}other-instance:42\n {2}token {7}\d+\n {2}expires at {2}\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC \(in \d+s, store clock\)\n$/,
       );
 
       const run = await runCli(['jobs', 'run', 'report'], { cwd: project.directory });

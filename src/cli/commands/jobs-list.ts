@@ -2,9 +2,9 @@ import { Cron } from 'croner';
 import type { ResolvedConfig, ResolvedJob } from '../../config/types.ts';
 import { hasRunLedger, type RunRecord } from '../../strategies/lock/run-ledger.ts';
 import {
-  formatLocalTime,
   formatRelative,
   formatTable,
+  formatTimeIn,
   localTimezone,
   type Styles,
   withDeadline,
@@ -22,7 +22,7 @@ export interface JobListEntry {
   /** The job's timezone, else the config's, else this machine's. */
   timezone: string;
   enabled: boolean;
-  /** ISO 8601; null for a disabled job or a schedule with no future occurrence. */
+  /** ISO 8601 in UTC (`2026-12-01T02:00:00.000Z`); null for a disabled job or a schedule with no future occurrence. */
   nextRun: string | null;
   /** null for `lock: false`. */
   lockKey: string | null;
@@ -108,7 +108,8 @@ function formatEntries(
     const next =
       entry.nextRun === null
         ? styles.dim(entry.enabled ? 'never' : 'disabled')
-        : `${formatLocalTime(new Date(entry.nextRun))} ${styles.dim(`(${formatRelative(new Date(entry.nextRun), now)})`)}`;
+        : // In the job's own zone, labelled: it sits next to the TIMEZONE column, not the machine's.
+          `${formatTimeIn(new Date(entry.nextRun), entry.timezone)} ${styles.dim(`(${formatRelative(new Date(entry.nextRun), now)})`)}`;
     const row = [
       styles.bold(entry.name),
       entry.schedule,

@@ -1,5 +1,5 @@
 import type { LeaseInfo } from '../../strategies/lock/store.ts';
-import { formatLocalTime, formatRelative, withDeadline } from '../output.ts';
+import { formatRelative, formatTimeIn, localTimezone, withDeadline } from '../output.ts';
 import type { CommandHelpers } from '../program.ts';
 import { describeStoreError } from './store-error.ts';
 
@@ -65,7 +65,7 @@ export async function showLockStatus(
       `Lock ${styles.bold(key)}: ${styles.yellow('held')}`,
       `  owner       ${lease.owner}`,
       `  token       ${lease.token}`,
-      `  expires at  ${formatLocalTime(lease.expiresAt)} ${styles.dim(`(${formatRelative(lease.expiresAt, Date.now())}, store clock)`)}`,
+      `  expires at  ${formatTimeIn(lease.expiresAt, localTimezone())} ${styles.dim(`(${formatRelative(lease.expiresAt, Date.now())}, store clock)`)}`,
       '',
     ].join('\n'),
   );
