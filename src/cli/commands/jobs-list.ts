@@ -10,7 +10,7 @@ import {
   withDeadline,
 } from '../output.ts';
 import type { CommandHelpers } from '../program.ts';
-import { describeStoreError } from './store-error.ts';
+import { describeStoreError, watchStoreConnection } from './store-error.ts';
 
 /** How long `jobs list` waits for the run ledger before showing the jobs without their last run. */
 const ledgerDeadlineMs = 5_000;
@@ -55,6 +55,7 @@ async function lastRuns(
 ): Promise<Map<string, RunRecord | undefined> | undefined> {
   const store = config.store;
   if (!hasRunLedger(store)) return undefined;
+  const connection = watchStoreConnection(store);
   try {
     const entries = await withDeadline(
       Promise.all(
@@ -66,9 +67,11 @@ async function lastRuns(
     return new Map(entries);
   } catch (error) {
     helpers.stderr.write(
-      `${helpers.errorStyles.yellow('warning:')} cannot read the run ledger, last runs not shown: ${describeStoreError(error)}\n`,
+      `${helpers.errorStyles.yellow('warning:')} cannot read the run ledger, last runs not shown: ${describeStoreError(error, connection.lastError)}\n`,
     );
     return undefined;
+  } finally {
+    connection.dispose();
   }
 }
 

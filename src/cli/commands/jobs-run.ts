@@ -7,6 +7,7 @@ import { isTimeoutRejectedError } from '../../strategies/timeout/errors.ts';
 import { createLogger } from '../logger.ts';
 import type { CommandHelpers } from '../program.ts';
 import { resolveLogLevel } from '../usage-error.ts';
+import { describeStoreError, watchStoreConnection } from './store-error.ts';
 
 /** `resil jobs run` exit codes (CONTRACT.md). */
 const jobsRunExitCodes = { success: 0, failure: 1, configError: 2, lockHeld: 3 } as const;
@@ -18,7 +19,7 @@ function exitCodeOf(result: FireResult): number {
   return jobsRunExitCodes.lockHeld;
 }
 
-function describeResult(name: string, result: FireResult): string {
+function describeResult(name: string, result: FireResult, connectionError: unknown): string {
   const token = result.token === undefined ? '' : `, token ${result.token}`;
   const attempts =
     result.attempts === undefined ? '' : `, ${result.attempts} attempt${result.attempts === 1 ? '' : 's'}`;
@@ -32,7 +33,7 @@ function describeResult(name: string, result: FireResult): string {
         result.reason === 'lock-held'
           ? 'its lock is held elsewhere'
           : result.reason === 'store-unavailable'
-            ? `the lock store is unreachable${result.error === undefined ? '' : ` (${describeError(result.error)})`}`
+            ? `the lock store is unreachable${result.error === undefined ? '' : `: ${describeStoreError(result.error, connectionError)}`}`
             : (result.reason ?? 'unknown reason');
       return `${name}: skipped: ${reason}`;
     }
@@ -109,6 +110,7 @@ export async function runJob(helpers: CommandHelpers, name: string): Promise<voi
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
+  const connection = watchStoreConnection(config.store);
   let outcome: { result: FireResult } | { code: number };
   try {
     outcome = await Promise.race([
@@ -118,6 +120,7 @@ export async function runJob(helpers: CommandHelpers, name: string): Promise<voi
       givenUp.then((code) => ({ code })),
     ]);
   } finally {
+    connection.dispose();
     for (const timer of timers) clearTimeout(timer);
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
@@ -138,7 +141,7 @@ export async function runJob(helpers: CommandHelpers, name: string): Promise<voi
     return;
   }
   const code = exitCodeOf(result);
-  const line = describeResult(name, result);
+  const line = describeResult(name, result, connection.lastError);
   stderr.write(
     `${code === 0 ? errorStyles.green(line) : code === 1 ? errorStyles.red(line) : errorStyles.yellow(line)}\n`,
   );

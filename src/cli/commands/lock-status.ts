@@ -1,7 +1,7 @@
 import type { LeaseInfo } from '../../strategies/lock/store.ts';
 import { formatRelative, formatTimeIn, localTimezone, withDeadline } from '../output.ts';
 import type { CommandHelpers } from '../program.ts';
-import { describeStoreError } from './store-error.ts';
+import { describeStoreError, watchStoreConnection } from './store-error.ts';
 
 /** A dead store fails the command within this bound instead of hanging it. */
 const inspectDeadlineMs = 5_000;
@@ -33,6 +33,7 @@ export async function showLockStatus(
     return;
   }
   let lease: LeaseInfo | undefined;
+  const connection = watchStoreConnection(store);
   try {
     lease = await withDeadline(
       store.inspect(key),
@@ -41,10 +42,12 @@ export async function showLockStatus(
     );
   } catch (error) {
     helpers.stderr.write(
-      `${errorStyles.red('error:')} lock store unreachable: ${describeStoreError(error)}\n`,
+      `${errorStyles.red('error:')} lock store unreachable: ${describeStoreError(error, connection.lastError)}\n`,
     );
     helpers.setExitCode(1);
     return;
+  } finally {
+    connection.dispose();
   }
 
   const status: LockStatus =

@@ -1,7 +1,79 @@
 import { redactCredentials } from '../../scheduler/credentials.ts';
 
-/** A store error as one line for the terminal: its message, never a connection URL's credentials. */
-export function describeStoreError(error: unknown): string {
-  const message = error instanceof Error ? error.message : String(error);
-  return redactCredentials(message.split('\n')[0] ?? message);
+/**
+ * A store error as one line for the terminal: its message and, when known, its root cause (the
+ * socket error behind it, e.g. `connect ECONNREFUSED 127.0.0.1:6379`), never a connection URL's
+ * credentials. `connectionError` is the last error the store's client reported (see
+ * {@link watchStoreConnection}), used when the error itself carries no cause: a command that timed
+ * out waiting for a reconnect says nothing about why the connection is down.
+ */
+export function describeStoreError(error: unknown, connectionError?: unknown): string {
+  const message = firstLine(error instanceof Error ? error.message : String(error));
+  const root = rootCause(error) ?? connectionError;
+  const cause = root === undefined ? undefined : describeCause(root);
+  const line = cause === undefined || message.includes(cause) ? message : `${message} (cause: ${cause})`;
+  return redactCredentials(line);
+}
+
+function firstLine(text: string): string {
+  return text.split('\n')[0] ?? text;
+}
+
+/** The deepest `cause` under `error`, if it has one. */
+function rootCause(error: unknown): unknown {
+  let root: unknown;
+  let current = error;
+  for (let depth = 0; depth < 8; depth++) {
+    const cause = (current as { cause?: unknown } | null | undefined)?.cause;
+    if (cause === undefined || cause === null || cause === current) break;
+    root = cause;
+    current = cause;
+  }
+  return root;
+}
+
+/** `connect ECONNREFUSED 127.0.0.1:6379`, or the code alone when the message is empty (AggregateError). */
+function describeCause(cause: unknown): string | undefined {
+  if (!(cause instanceof Error))
+    return typeof cause === 'string' && cause !== '' ? firstLine(cause) : undefined;
+  const code = (cause as { code?: unknown }).code;
+  let message = firstLine(cause.message);
+  if (message === '' && cause instanceof AggregateError) {
+    const inner = cause.errors.find((each): each is Error => each instanceof Error && each.message !== '');
+    message = inner === undefined ? '' : firstLine(inner.message);
+  }
+  if (typeof code === 'string' && !message.includes(code))
+    return message === '' ? code : `${code}: ${message}`;
+  return message === '' ? undefined : message;
+}
+
+/** The last error the store's connection reported, while watched. */
+export interface ConnectionWatch {
+  readonly lastError: unknown;
+  dispose(): void;
+}
+
+/**
+ * Listens for `error` events on the client the shipped stores keep (`RedisLockStore#client`, an
+ * ioredis client; `PostgresLockStore#pool`, a pg pool) so that an unreachable store can be reported
+ * with the reason the connection is down. A store without such a client is not watched.
+ */
+export function watchStoreConnection(store: unknown): ConnectionWatch {
+  const { client, pool } = (store ?? {}) as { client?: unknown; pool?: unknown };
+  const emitter = [client, pool].find(
+    (candidate): candidate is NodeJS.EventEmitter =>
+      typeof (candidate as NodeJS.EventEmitter | undefined)?.on === 'function' &&
+      typeof (candidate as NodeJS.EventEmitter | undefined)?.off === 'function',
+  );
+  const watch = {
+    lastError: undefined as unknown,
+    dispose() {
+      emitter?.off('error', onError);
+    },
+  };
+  const onError = (error: unknown) => {
+    watch.lastError = error;
+  };
+  emitter?.on('error', onError);
+  return watch;
 }
