@@ -10,7 +10,7 @@ import {
   withDeadline,
 } from '../output.ts';
 import type { CommandHelpers } from '../program.ts';
-import { describeStoreError, watchStoreConnection } from './store-error.ts';
+import { describeStoreError, inMemoryStoreNote, watchStoreConnection } from './store-error.ts';
 
 /** How long `jobs list` waits for the run ledger before showing the jobs without their last run. */
 const ledgerDeadlineMs = 5_000;
@@ -145,5 +145,7 @@ export async function listJobs(helpers: CommandHelpers, options: { json: boolean
     helpers.stdout.write(`No jobs in ${config.filepath}.\n`);
   } else {
     helpers.stdout.write(formatEntries(entries, runs !== undefined, now.getTime(), helpers.styles));
+    const note = inMemoryStoreNote(config.store);
+    if (note !== undefined) helpers.stderr.write(helpers.errorStyles.dim(note));
   }
 }

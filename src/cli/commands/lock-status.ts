@@ -1,7 +1,7 @@
 import type { LeaseInfo } from '../../strategies/lock/store.ts';
 import { formatRelative, formatTimeIn, localTimezone, withDeadline } from '../output.ts';
 import type { CommandHelpers } from '../program.ts';
-import { describeStoreError, watchStoreConnection } from './store-error.ts';
+import { describeStoreError, inMemoryStoreNote, watchStoreConnection } from './store-error.ts';
 
 /** A dead store fails the command within this bound instead of hanging it. */
 const inspectDeadlineMs = 5_000;
@@ -58,6 +58,8 @@ export async function showLockStatus(
     helpers.stdout.write(`${JSON.stringify(status, null, 2)}\n`);
     return;
   }
+  const note = inMemoryStoreNote(store);
+  if (note !== undefined) helpers.stderr.write(errorStyles.dim(note));
   const { styles } = helpers;
   if (lease === undefined) {
     helpers.stdout.write(`Lock ${styles.bold(key)}: ${styles.green('free')} (no live lease)\n`);

@@ -77,3 +77,14 @@ export function watchStoreConnection(store: unknown): ConnectionWatch {
   emitter?.on('error', onError);
   return watch;
 }
+
+/**
+ * For a config on the in-memory store (the default): a one-shot command is its own process, so it
+ * can never see the leases and runs of `resil run` elsewhere. Said once on stderr, so that "free"
+ * and "never" are not taken for the fleet's state.
+ */
+export function inMemoryStoreNote(store: unknown): string | undefined {
+  const name = (store as { constructor?: { name?: string } } | undefined)?.constructor?.name;
+  if (name !== 'MemoryLockStore') return undefined;
+  return "note: the config's store is the in-memory MemoryLockStore: it holds this process's leases and runs only; use RedisLockStore or PostgresLockStore to see the fleet's\n";
+}
