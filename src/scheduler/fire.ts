@@ -273,6 +273,8 @@ export class JobFirer {
           ttl: job.lock.ttlMs,
           wait: job.lock.waitMs,
           store,
+          // `<instance>/<uuid>`: `resil lock status` can then say which instance holds the lease.
+          ownerPrefix: this.#environment.instance,
         }),
       );
       builder = builder.add(occurrenceLedgerStrategy(job, this.#environment, ledger, this.#logger));

@@ -97,6 +97,35 @@ describe.skipIf(!redisUrl)('with a Redis store', () => {
     expect(table.stdout).toMatch(/report-lock\s+success \d+s ago\n$/);
   });
 
+  it('lock status names the instance whose run holds the lease', async () => {
+    const slow = createProject({
+      'resil.config.ts': redisConfig(
+        redisUrl!,
+        prefix,
+        "[{ name: 'slow', schedule: '0 2 * * *', run: (ctx) => new Promise((resolve) => setTimeout(resolve, 4_000)) }]",
+      ).replace('jobs:', "instance: 'web-1',\n  jobs:"),
+    });
+    try {
+      const running = runCli(['jobs', 'run', 'slow'], { cwd: slow.directory });
+      let status: Record<string, unknown> = {};
+      for (let tries = 0; tries < 60 && status.held !== true; tries++) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        const json = await runCli(['lock', 'status', 'slow', '--json'], { cwd: slow.directory });
+        status = JSON.parse(json.stdout) as Record<string, unknown>;
+      }
+      expect(status).toMatchObject({
+        held: true,
+        instance: 'web-1',
+        owner: expect.stringMatching(/^web-1\//),
+      });
+      const text = await runCli(['lock', 'status', 'slow'], { cwd: slow.directory });
+      expect(text.stdout).toMatch(/\n {2}owner {7}web-1\/[0-9a-f-]+\n {2}instance {4}web-1\n/);
+      expect((await running).code).toBe(0);
+    } finally {
+      slow.remove();
+    }
+  });
+
   it('one-shot commands exit at once although the config opened a Redis connection', async () => {
     const result = await runCli(['jobs', 'list'], { cwd: project.directory, timeoutMs: 15_000 });
     expect(result.code).toBe(0);

@@ -266,6 +266,47 @@ describe('JobFirer', () => {
     ]);
   });
 
+  it('holds the lease under an owner id that names the instance, and logs the start at debug', async () => {
+    const time = new FakeTimeProvider(start);
+    const store = new ControlledStore(time);
+    let owner: string | undefined;
+    const job = resolvedJob({
+      run: async () => {
+        owner = (await store.inspect('report'))?.owner;
+      },
+    });
+    const { firer, logger } = await instance(store, job, { name: 'web-1' });
+    await firer.fire(start);
+    expect(owner).toMatch(/^web-1\/[0-9a-f-]{32,36}$/);
+    expect(logger.lines.find((line) => line.msg === 'job started')).toMatchObject({
+      level: 'debug',
+      job: 'report',
+      scheduledAt: '2026-01-01T02:00:00.000Z',
+      token: 1,
+    });
+  });
+
+  it('logs a timeout when it fires and tells the caller, though the job ignores its signal', async () => {
+    const time = new FakeTimeProvider(start);
+    const store = new ControlledStore(time);
+    const job = resolvedJob({ timeoutMs: 1_000, retry: false, run: () => new Promise(() => {}) });
+    const { firer, logger } = await instance(store, job);
+    const aborted: unknown[] = [];
+    void firer.fire(start, { kind: 'manual', onAttemptAborted: (reason) => aborted.push(reason) });
+    await time.advance(999);
+    expect(aborted).toEqual([]);
+    await time.advance(1);
+    expect(aborted).toHaveLength(1);
+    expect(isTimeoutRejectedError(aborted[0])).toBe(true);
+    expect(
+      logger.lines.find((line) => line.msg === 'attempt timed out: its signal is aborted'),
+    ).toMatchObject({
+      level: 'warn',
+      job: 'report',
+      timeoutMs: 1_000,
+    });
+  });
+
   it('aborts an attempt on its timeout and fails with TimeoutRejectedError', async () => {
     const { time, store, job } = setup(() =>
       resolvedJob({

@@ -11,9 +11,18 @@ export interface LockStatus {
   key: string;
   held: boolean;
   owner?: string;
+  /** The instance in an owner id of the form `<instance>/<uuid>`, as `resil run` and `resil jobs run` make. */
+  instance?: string;
   token?: number;
   /** ISO 8601, by the store's clock. */
   expiresAt?: string;
+}
+
+/** `<instance>/<uuid>` (or 32 hex digits where randomUUID is missing): the lock strategy's `ownerPrefix` form. */
+const prefixedOwner = /^(.+)\/(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{32})$/;
+
+function instanceOf(owner: string): string | undefined {
+  return prefixedOwner.exec(owner)?.[1];
 }
 
 /** `resil lock status <key> [--json]`: exit 0 held or free, 1 store unreachable. */
@@ -53,7 +62,14 @@ export async function showLockStatus(
   const status: LockStatus =
     lease === undefined
       ? { key, held: false }
-      : { key, held: true, owner: lease.owner, token: lease.token, expiresAt: lease.expiresAt.toISOString() };
+      : {
+          key,
+          held: true,
+          owner: lease.owner,
+          ...(instanceOf(lease.owner) === undefined ? {} : { instance: instanceOf(lease.owner) }),
+          token: lease.token,
+          expiresAt: lease.expiresAt.toISOString(),
+        };
   if (options.json) {
     helpers.stdout.write(`${JSON.stringify(status, null, 2)}\n`);
     return;
@@ -69,6 +85,7 @@ export async function showLockStatus(
     [
       `Lock ${styles.bold(key)}: ${styles.yellow('held')}`,
       `  owner       ${lease.owner}`,
+      ...(status.instance === undefined ? [] : [`  instance    ${styles.bold(status.instance)}`]),
       `  token       ${lease.token}`,
       `  expires at  ${formatTimeIn(lease.expiresAt, localTimezone())} ${styles.dim(`(${formatRelative(lease.expiresAt, Date.now())}, store clock)`)}`,
       '',

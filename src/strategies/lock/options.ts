@@ -48,4 +48,12 @@ export interface LockStrategyOptions {
    * throws are ignored.
    */
   onLockLost?: (args: LockEventArguments) => void | PromiseLike<void>;
+  /**
+   * Makes owner ids `<ownerPrefix>/<random id>` instead of a bare random id, so that whoever
+   * inspects a lease (`resil lock status`) can tell which instance holds it. Must not contain
+   * secrets: owner ids are stored and shown. Defaults to none.
+   *
+   * @example ownerPrefix: 'web-1'
+   */
+  ownerPrefix?: string;
 }

@@ -50,6 +50,8 @@ class LockStrategy implements ResilienceStrategy {
   readonly #key: (context: ResilienceContext) => string;
   readonly #wait: number;
   readonly #settings: LeaseSettings;
+  /** `'<ownerPrefix>/'`, or empty. */
+  readonly #ownerPrefix: string;
 
   constructor(options: LockStrategyOptions, environment: StrategyEnvironment) {
     if (typeof options !== 'object' || options === null) {
@@ -71,6 +73,13 @@ class LockStrategy implements ResilienceStrategy {
     if (options.onLockLost !== undefined && typeof options.onLockLost !== 'function') {
       throw new InvalidOptionError('lock.onLockLost', options.onLockLost, 'a function');
     }
+    if (
+      options.ownerPrefix !== undefined &&
+      (typeof options.ownerPrefix !== 'string' || options.ownerPrefix === '')
+    ) {
+      throw new InvalidOptionError('lock.ownerPrefix', options.ownerPrefix, 'a non-empty string');
+    }
+    this.#ownerPrefix = options.ownerPrefix === undefined ? '' : `${options.ownerPrefix}/`;
     this.#key = options.key;
     this.#settings = {
       store: options.store ?? defaultLockStoreFor(environment.timeProvider),
@@ -98,7 +107,7 @@ class LockStrategy implements ResilienceStrategy {
     }
     const { store, ttl, environment } = this.#settings;
     const time = environment.timeProvider;
-    const owner = randomOwnerId();
+    const owner = this.#ownerPrefix + randomOwnerId();
     let requestedAt = time.monotonic();
     let token: number | undefined;
     try {
