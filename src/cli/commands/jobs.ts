@@ -42,8 +42,14 @@ Examples:
     .addHelpText(
       'after',
       `
-Exit codes: 0 the job succeeded; 1 it failed (or the store was unreachable);
-3 skipped: its lock is held elsewhere; 2 bad config or unknown job.
+Timeout, lost lease or Ctrl-C abort the job's signal; a job that has not settled 5 s later is
+given up on (an error naming it is logged; its lease expires after its ttl). Ctrl-C prints
+"aborting <job>... press Ctrl-C again to force"; a second Ctrl-C exits at once.
+Log level: LOG_LEVEL (trace, debug, info, warn, error, fatal or silent; default info).
+
+Exit codes: 0 the job succeeded; 1 it failed, was given up on, or the store was unreachable;
+3 skipped: its lock is held elsewhere; 2 bad config, unknown job or bad LOG_LEVEL;
+130 interrupted by SIGINT (143 SIGTERM).
 
 Examples:
   $ resil jobs run nightly-report

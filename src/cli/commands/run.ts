@@ -45,9 +45,12 @@ Logs: one JSON line per fire on stdout (pretty on a terminal) with job, schedule
 reason, token, attempt and durationMs.
 
 Stop: SIGINT/SIGTERM stops firing, lets running jobs finish within shutdownGrace (default 30 s),
-then aborts their signals, releases their leases and exits 0. A second signal exits at once.
+then aborts their signals, releases their leases and exits 0; jobs that ignore their aborted
+signal for 5 s more are named in an error line and left behind (their leases expire after their
+ttl). A second signal exits at once (130 for SIGINT, 143 for SIGTERM).
 
-Exit codes: 0 after a clean stop; 2 bad config or unknown job.
+Exit codes: 0 after a clean stop; 2 bad config, unknown --job or bad --log-level / LOG_LEVEL;
+130/143 after a second SIGINT/SIGTERM.
 
 Examples:
   $ resil run
