@@ -42,6 +42,7 @@ export {
   type TimeProvider,
   type TimerHandle,
 } from './pipeline/time.ts';
+export { isShutdownError, ShutdownError } from './scheduler/errors.ts';
 export { circuitBreakerDefaults } from './strategies/circuit-breaker/defaults.ts';
 export {
   BrokenCircuitError,

@@ -24,8 +24,7 @@ const maxConfirmations = 50;
  * occurrence: instances may disagree by seconds, the store is the one clock they share.
  *
  * The offset is learnt by sampling `store.now()` and crediting half the round trip to each leg.
- * A store without `now()` (a custom store, a `MemoryLockStore` in this process) makes the local
- * clock the reference.
+ * A custom store without `now()` makes the local clock the reference.
  */
 export class StoreClock {
   readonly #store: LockStore;

@@ -709,7 +709,7 @@ describe('events', () => {
     await cb.succeed();
     expect(calls).toEqual(['opened', 'half-opened', 'closed']);
     expect(cb.eventNames()).toEqual(['OnCircuitOpened', 'OnCircuitHalfOpened', 'OnCircuitClosed']);
-    expect(cb.events.every((e) => e.strategy === 'circuitBreaker')).toBe(true);
+    expect(cb.events.every((e) => e.strategy === 'circuit-breaker')).toBe(true);
     expect(cb.events[0]!.args).toMatchObject({
       breakDuration: 1_000,
       isManual: false,

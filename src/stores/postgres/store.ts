@@ -136,6 +136,11 @@ function checkCount(option: string, value: number, min: number): number {
  */
 export class PostgresLockStore implements LockStore, RunLedger {
   readonly #pool: Pool;
+
+  /** The pool the store was given. The store never ends it; its owner does. */
+  get pool(): Pool {
+    return this.#pool;
+  }
   readonly #tables: PostgresTables;
   readonly #sql: ReturnType<typeof statements>;
   readonly #timeoutMs: number;

@@ -33,7 +33,7 @@ export function circuitBreakerStrategy(
   options: CircuitBreakerStrategyOptions = {},
 ): StrategyFactory<BrokenCircuitError | IsolatedCircuitError> {
   return {
-    name: 'circuitBreaker',
+    name: 'circuit-breaker',
     create: (environment) => new CircuitBreakerStrategy(options, environment),
   };
 }
