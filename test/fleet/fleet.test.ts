@@ -15,14 +15,12 @@ import {
   writeRunFixture,
 } from '../cli/run-process.ts';
 import { deleteKeys, redisUrlForTests, uniquePrefix } from '../support/redis.ts';
+import { skipOrFail } from '../support/services.ts';
 
 const redisUrl = await redisUrlForTests();
 const faketime = libfaketimeAvailable();
-if (!faketime && process.env.RESIL_REQUIRE_SERVICES === '1') {
-  throw new Error(
-    'The fleet tests need libfaketime (apt-get install -y faketime); RESIL_REQUIRE_SERVICES=1 makes this a failure.',
-  );
-}
+// Says why it skips, like the Redis and PostgreSQL helpers; RESIL_REQUIRE_SERVICES=1 makes it a failure.
+if (!faketime) skipOrFail('Fleet tests skipped: libfaketime is missing (apt-get install -y faketime).');
 
 describe.skipIf(!redisUrl || !faketime)('a fleet of resil run processes on one Redis', () => {
   let client: Redis;
