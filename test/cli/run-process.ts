@@ -59,19 +59,14 @@ export interface RunFixture {
   remove(): void;
 }
 
-/** Writes a `resil.config.mjs` whose jobs record their runs in Redis (URL from `FIXTURE_REDIS_URL`). */
-export function writeRunFixture(options: {
-  prefix: string;
-  jobs: JobFixture[];
-  shutdownGraceMs?: number;
-}): RunFixture {
-  const directory = mkdtempSync(join(tmpdir(), 'resil-run-'));
-  const configPath = join(directory, 'resil.config.mjs');
-  const recordKey = `${options.prefix}records`;
+/**
+ * The start of a fixture `resil.config.mjs`: imports resil from dist/ and ioredis, and opens
+ * `client` (for the store) and `recorder` (for the job's own records) on `FIXTURE_REDIS_URL`;
+ * `instance` is `FIXTURE_INSTANCE`.
+ */
+export function fixturePreamble(): string {
   const url = (path: string) => JSON.stringify(pathToFileURL(join(repoRoot, path)).href);
-  writeFileSync(
-    configPath,
-    `import { createRequire } from 'node:module';
+  return `import { createRequire } from 'node:module';
 const require = createRequire(${JSON.stringify(join(repoRoot, 'package.json'))});
 const { Redis } = require('ioredis');
 const { defineConfig } = await import(${url('dist/index.js')});
@@ -84,7 +79,21 @@ const client = new Redis(redisUrl, clientOptions);
 client.on('error', () => {});
 const recorder = new Redis(redisUrl, clientOptions);
 recorder.on('error', () => {});
+`;
+}
 
+/** Writes a `resil.config.mjs` whose jobs record their runs in Redis (URL from `FIXTURE_REDIS_URL`). */
+export function writeRunFixture(options: {
+  prefix: string;
+  jobs: JobFixture[];
+  shutdownGraceMs?: number;
+}): RunFixture {
+  const directory = mkdtempSync(join(tmpdir(), 'resil-run-'));
+  const configPath = join(directory, 'resil.config.mjs');
+  const recordKey = `${options.prefix}records`;
+  writeFileSync(
+    configPath,
+    `${fixturePreamble()}
 async function redisNow() {
   const [seconds, micros] = await recorder.time();
   return Number(seconds) * 1000 + Number(micros) / 1000;

@@ -12,11 +12,16 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { Redis } from 'ioredis';
 import { RedisLockStore } from 'resil/redis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureBuilt, type RunFixture, type RunProcess, repoRoot, startRun } from '../cli/run-process.ts';
+import {
+  ensureBuilt,
+  fixturePreamble,
+  type RunFixture,
+  type RunProcess,
+  startRun,
+} from '../cli/run-process.ts';
 import { waitUntil } from '../support/processes.ts';
 import { deleteKeys, redisUrlForTests, uniquePrefix } from '../support/redis.ts';
 
@@ -64,23 +69,9 @@ function writePausedFixture(prefix: string): RunFixture & { startsKey: string } 
   const recordKey = `${prefix}records`;
   // Start records again, for the test's BLPOP: it pauses the holder within milliseconds of its start.
   const startsKey = `${prefix}starts`;
-  const url = (path: string) => JSON.stringify(pathToFileURL(join(repoRoot, path)).href);
   writeFileSync(
     configPath,
-    `import { createRequire } from 'node:module';
-const require = createRequire(${JSON.stringify(join(repoRoot, 'package.json'))});
-const { Redis } = require('ioredis');
-const { defineConfig } = await import(${url('dist/index.js')});
-const { RedisLockStore } = await import(${url('dist/stores/redis/index.js')});
-
-const redisUrl = process.env.FIXTURE_REDIS_URL;
-const instance = process.env.FIXTURE_INSTANCE;
-const clientOptions = { maxRetriesPerRequest: 1, enableOfflineQueue: false, connectTimeout: 1000, retryStrategy: () => 200 };
-const client = new Redis(redisUrl, clientOptions);
-client.on('error', () => {});
-const recorder = new Redis(redisUrl, clientOptions);
-recorder.on('error', () => {});
-const store = new RedisLockStore(client, { prefix: ${JSON.stringify(prefix)}, commandTimeout: 500 });
+    `${fixturePreamble()}const store = new RedisLockStore(client, { prefix: ${JSON.stringify(prefix)}, commandTimeout: 500 });
 
 async function record(phase, base, extra = {}) {
   const [seconds, micros] = await recorder.time();
