@@ -21,6 +21,26 @@ import { fileURLToPath } from 'node:url';
 export const repoRoot = resolve(fileURLToPath(new URL('../..', import.meta.url)));
 export const binary = join(repoRoot, 'bin/resil.js');
 
+const nobody = ['setpriv', '--reuid=nobody', '--regid=nogroup', '--clear-groups'];
+
+/**
+ * The command prefix that runs the CLI as `nobody`, so file permissions are enforced (root ignores
+ * them), or `[]` when that is not possible: not root, no `setpriv`, or a checkout `nobody` cannot
+ * read (a clone inside a private temporary directory, say).
+ */
+export function asNobodyWhenPossible(): string[] {
+  if (process.getuid?.() !== 0) return [];
+  try {
+    execFileSync(nobody[0]!, [...nobody.slice(1), 'test', '-r', join(repoRoot, 'dist/cli/main.js')], {
+      stdio: 'ignore',
+    });
+    execFileSync(nobody[0]!, [...nobody.slice(1), 'test', '-r', binary], { stdio: 'ignore' });
+    return nobody;
+  } catch {
+    return [];
+  }
+}
+
 function newestIn(directory: string): number {
   let newest = 0;
   for (const entry of readdirSync(directory, { withFileTypes: true })) {

@@ -1,9 +1,15 @@
-import { spawnSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createProject, ensureCliBuilt, type Project, runCli, tsConfig } from './cli-support.ts';
+import {
+  asNobodyWhenPossible,
+  createProject,
+  ensureCliBuilt,
+  type Project,
+  runCli,
+  tsConfig,
+} from './cli-support.ts';
 
 const projects: Project[] = [];
 
@@ -389,10 +395,9 @@ export default defineConfig({
     const temp = mkdtempSync(join(tmpdir(), 'resil-tmpdir-'));
     chmodSync(temp, 0o777);
     try {
-      const asNobody = process.getuid?.() === 0 && spawnSync('setpriv', ['--version']).status === 0;
       const result = await runCli(['jobs', 'list', '--json'], {
         cwd: created.directory,
-        prefix: asNobody ? ['setpriv', '--reuid=nobody', '--regid=nogroup', '--clear-groups'] : [],
+        prefix: asNobodyWhenPossible(),
         env: { HOME: '/nonexistent', TMPDIR: temp },
       });
       expect(names(result)).toEqual(['ro:true']);

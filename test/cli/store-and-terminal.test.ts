@@ -8,6 +8,7 @@ import { commandExists, freePort } from '../support/processes.ts';
 import { redisUrlForTests } from '../support/redis.ts';
 import {
   ansiPattern,
+  asNobodyWhenPossible,
   binary,
   createProject,
   ensureCliBuilt,
@@ -287,11 +288,9 @@ describe('a read-only config directory', () => {
     chmodSync(project.path('jobs'), 0o555);
     chmodSync(project.directory, 0o555);
     try {
-      // As root permissions are not enforced, so also run as `nobody` when possible.
-      const asNobody = commandExists('setpriv') && process.getuid?.() === 0;
       const result = await runCli(['jobs', 'list', '--json'], {
         cwd: project.directory,
-        prefix: asNobody ? ['setpriv', '--reuid=nobody', '--regid=nogroup', '--clear-groups'] : [],
+        prefix: asNobodyWhenPossible(),
         env: { HOME: '/nonexistent' },
       });
       expect(result.code, result.stderr).toBe(0);
