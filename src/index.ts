@@ -108,10 +108,18 @@ export type {
   LockStrategyOptions,
 } from './strategies/lock/options.ts';
 export {
+  type ClaimRequest,
+  type ClaimResult,
   hasRunLedger,
+  type LedgerSkipReason,
+  type OccurrenceLease,
+  type OccurrenceState,
+  type OverlapPolicy,
+  overlapPolicies,
   type RunLedger,
   type RunOutcome,
   type RunRecord,
+  type RunResult,
 } from './strategies/lock/run-ledger.ts';
 export type { LeaseInfo, LockStore } from './strategies/lock/store.ts';
 export { type LockStrategyError, lockStrategy } from './strategies/lock/strategy.ts';

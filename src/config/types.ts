@@ -1,4 +1,5 @@
 import type { Duration } from '../pipeline/duration.ts';
+import type { OverlapPolicy } from '../strategies/lock/run-ledger.ts';
 import type { LockStore } from '../strategies/lock/store.ts';
 import type { RetryStrategyOptions } from '../strategies/retry/options.ts';
 
@@ -30,7 +31,10 @@ export interface JobLockOptions {
   key?: string;
   /** Lease length, renewed every ttl / 3 while the job runs. Defaults to 30 s. */
   ttl?: Duration;
-  /** How long to wait for a held lock before skipping. Defaults to 0 (skip at once). */
+  /**
+   * Kept for configs written before `overlap`: a job does not poll its lock. `wait >= ttl` without
+   * an `overlap` reads as `overlap: 'buffer-all'`; any other value changes nothing. Defaults to 0.
+   */
   wait?: Duration;
 }
 
@@ -56,8 +60,20 @@ export interface JobDefinition {
    * runs once. Defaults to none (no catch-up). A job the ledger has never seen is not backfilled.
    */
   catchUp?: Duration;
-  /** A fire that starts later than this after its instant is skipped as `missed`. Defaults to 1 min. */
+  /**
+   * A fire that cannot start within this after its instant is skipped as `missed`; a buffered fire
+   * waits at most this long; an occurrence whose holder died is taken over until its lease has been
+   * expired this long. Defaults to 1 min.
+   */
   startingDeadline?: Duration;
+  /**
+   * What a fire does while an earlier occurrence of the job runs anywhere in the fleet:
+   * `'skip'` (recorded as skipped, reason `overlap`), `'buffer-one'`, `'buffer-all'` (wait, then run
+   * oldest first), `'cancel-other'` (abort the running one, then run), `'allow-all'` (run
+   * concurrently, each under its own lease). Defaults to `'skip'` (`'buffer-all'` when
+   * `lock.wait >= lock.ttl`). Needs a lock; `lock: false` jobs only avoid overlapping themselves.
+   */
+  overlap?: OverlapPolicy;
 }
 
 export interface ResilConfig {
@@ -86,6 +102,7 @@ export interface ResolvedJob {
   readonly enabled: boolean;
   readonly catchUpMs: number | undefined;
   readonly startingDeadlineMs: number;
+  readonly overlap: OverlapPolicy;
 }
 
 /** A config after validation. */

@@ -5,6 +5,7 @@ import { parseDuration } from '../pipeline/duration.ts';
 import { isInvalidOptionError } from '../pipeline/errors.ts';
 import { systemTimeProvider } from '../pipeline/time.ts';
 import { MemoryLockStore } from '../strategies/lock/memory-store.ts';
+import { type OverlapPolicy, overlapPolicies } from '../strategies/lock/run-ledger.ts';
 import type { LockStore } from '../strategies/lock/store.ts';
 import type { RetryStrategyOptions } from '../strategies/retry/options.ts';
 import { retryStrategy } from '../strategies/retry/strategy.ts';
@@ -26,6 +27,7 @@ const jobOptions = [
   'enabled',
   'catchUp',
   'startingDeadline',
+  'overlap',
 ] as const;
 const lockOptions = ['key', 'ttl', 'wait'] as const;
 const retryOptions = [
@@ -283,6 +285,23 @@ function resolveJob(
     { positive: true },
   );
 
+  let overlap: OverlapPolicy = 'skip';
+  if (job.overlap !== undefined) {
+    if (overlapPolicies.includes(job.overlap)) overlap = job.overlap;
+    else {
+      const suggestion =
+        typeof job.overlap === 'string' ? closestName(job.overlap, overlapPolicies) : undefined;
+      problem({
+        option: 'overlap',
+        value: job.overlap,
+        message: `expected one of ${overlapPolicies.map((policy) => `'${policy}'`).join(', ')}${suggestion === undefined ? '' : ` (did you mean '${suggestion}'?)`}, ${got(job.overlap)}`,
+      });
+    }
+  } else if (lock !== false && lock.waitMs >= lock.ttlMs) {
+    // Before overlap policies, waiting at least a ttl was how a job said "run every occurrence".
+    overlap = 'buffer-all';
+  }
+
   if (!valid) return undefined;
   return {
     name: job.name!,
@@ -295,6 +314,7 @@ function resolveJob(
     enabled: job.enabled ?? true,
     catchUpMs,
     startingDeadlineMs: startingDeadlineMs!,
+    overlap,
   };
 }
 

@@ -1,6 +1,7 @@
 import { currentContext, runWithContext } from './ambient.ts';
 import { ResilienceContext } from './context.ts';
 import { Outcome } from './outcome.ts';
+import type { ResilienceProperties } from './properties.ts';
 import type { Callback, Next, ResilienceStrategy } from './strategy.ts';
 
 export interface ExecuteOptions {
@@ -8,6 +9,11 @@ export interface ExecuteOptions {
   signal?: AbortSignal;
   /** A key for this execution, visible to strategies and the callback (`context.operationKey`). */
   operationKey?: string;
+  /**
+   * The execution's initial properties (`context.properties`), as Polly's `ResilienceContext`
+   * carries them in. Defaults to an empty bag that falls back to an enclosing execution's.
+   */
+  properties?: ResilienceProperties;
 }
 
 // The innermost step. Not an async function: for the usual async callback it costs exactly one
@@ -73,7 +79,10 @@ export class ResiliencePipeline<E = never> {
   #start<T>(callback: Callback<T>, options: ExecuteOptions | undefined): Promise<Outcome<T, unknown>> {
     const signal = options?.signal;
     if (signal?.aborted) return Promise.resolve(Outcome.failure<T>(signal.reason));
-    const context = new ResilienceContext({ signal, operationKey: options?.operationKey }, currentContext());
+    const context = new ResilienceContext(
+      { signal, operationKey: options?.operationKey, properties: options?.properties },
+      currentContext(),
+    );
     return this.#run(callback, context);
   }
 }

@@ -1,23 +1,16 @@
 import type { JobContext, JobLogger, ResolvedJob } from '../config/types.ts';
 import type { ResilienceContext } from '../pipeline/context.ts';
-import { Outcome } from '../pipeline/outcome.ts';
+import type { Outcome } from '../pipeline/outcome.ts';
 import type { ResiliencePipeline } from '../pipeline/pipeline.ts';
 import { PipelineBuilder } from '../pipeline/pipeline-builder.ts';
-import type {
-  Callback,
-  Next,
-  ResilienceStrategy,
-  StrategyFactory,
-  TelemetryEvent,
-} from '../pipeline/strategy.ts';
+import { ResilienceProperties } from '../pipeline/properties.ts';
+import type { TelemetryEvent } from '../pipeline/strategy.ts';
 import type { TimeProvider } from '../pipeline/time.ts';
-import {
-  isLockNotAcquiredError,
-  isStaleTokenError,
-  isStoreUnavailableError,
-  StoreUnavailableError,
-} from '../strategies/lock/errors.ts';
-import type { RunLedger, RunRecord } from '../strategies/lock/run-ledger.ts';
+import { delay } from '../pipeline/time.ts';
+import { lockTiming } from '../strategies/lock/defaults.ts';
+import { isLockNotAcquiredError } from '../strategies/lock/errors.ts';
+import { randomOwnerId } from '../strategies/lock/owner-id.ts';
+import type { ClaimResult, OccurrenceLease, RunLedger } from '../strategies/lock/run-ledger.ts';
 import type { LockStore } from '../strategies/lock/store.ts';
 import { lockStrategy } from '../strategies/lock/strategy.ts';
 import { LOCK_TOKEN } from '../strategies/lock/token.ts';
@@ -26,15 +19,16 @@ import { isTimeoutRejectedError } from '../strategies/timeout/errors.ts';
 import { timeoutStrategy } from '../strategies/timeout/strategy.ts';
 import { describeError } from './credentials.ts';
 import { isShutdownError } from './errors.ts';
+import { OCCURRENCE_LEASE, occurrenceLeaseStrategy } from './occurrence-lease.ts';
 import type { StoreClock } from './store-clock.ts';
 
 /** Why a fire did not run its job. */
 export type SkipReason =
-  /** The job's lease is held: its previous run is still going, here or on another instance. */
-  | 'lock-held'
-  /** The run ledger says this occurrence already completed (on this instance or another). */
+  /** An earlier occurrence was running (here or on another instance) and the overlap policy said skip. */
+  | 'overlap'
+  /** The run ledger says this occurrence already ran (on this instance or another). */
   | 'already-done'
-  /** The fire came later than the job's starting deadline (or outside its catch-up window). */
+  /** The fire could not start before the job's starting deadline (or outside its catch-up window). */
   | 'missed'
   /** The store could not be reached: the fire fails closed. */
   | 'store-unavailable'
@@ -92,33 +86,36 @@ export interface FireOptions {
   onAttemptAborted?: (reason: unknown, settled: Promise<void>) => void;
 }
 
-/** Per-fire state, found by the ledger strategy through the fire's callback. */
+/** One occurrence being run by a fire (the fire's own, or one the ledger handed it). */
 interface FireState {
   readonly scheduledAt: number;
   readonly kind: 'scheduled' | 'catch-up' | 'manual';
-  readonly deadlineMs: number;
   readonly onStart: (() => void) | undefined;
   readonly onAttemptAborted: FireOptions['onAttemptAborted'];
+  /** True when the ledger granted an occurrence whose holder stopped renewing. */
+  takeover: boolean;
+  /** True when the ledger handed this fire an older occurrence to run before its own. */
+  handed: boolean;
   token: number | undefined;
   attempts: number;
   /** Store clock, epoch ms, when the first attempt started. */
   startedAt: number | undefined;
   /** Monotonic, when the first attempt started. */
   startedMono: number | undefined;
-  /** Set when the occurrence was found complete, or too late, under the lease. */
-  skip: 'already-done' | 'missed' | undefined;
-}
-
-const fireStates = new WeakMap<Callback<unknown>, FireState>();
-
-/** The outcome error that carries a skip decided under the lease (never leaves this module). */
-class SkipSignal {
-  constructor(readonly reason: 'already-done' | 'missed') {}
 }
 
 /**
- * Fires one job: builds its pipeline once (lock -> run ledger -> timeout -> retry -> `run(ctx)`)
- * and turns every fire into a {@link FireResult} and one log line.
+ * How long after a lease's expiry (by the store's clock) a watching fire asks again: the store
+ * judges the expiry, this only covers the estimate of its clock.
+ */
+const expiryMarginMs = 25;
+
+/**
+ * Fires one job. With a store that keeps a run ledger, each fire asks the ledger what to do with
+ * its occurrence (run it, wait, or skip: see `RunLedger.claimOccurrence`) until it is granted,
+ * skipped or done elsewhere, and runs what it is granted through the job's pipeline
+ * (occurrence lease -> timeout -> retry -> `run(ctx)`). Every run becomes a {@link FireResult}
+ * and one log line.
  */
 export class JobFirer {
   readonly job: ResolvedJob;
@@ -137,41 +134,108 @@ export class JobFirer {
 
   /** Runs the occurrence `scheduledAt` through the job's pipeline. Never throws. */
   async fire(scheduledAt: number, options: FireOptions = {}): Promise<FireResult> {
-    const { time, clock } = this.#environment;
-    const kind = options.kind ?? 'scheduled';
+    const { time, ledger } = this.#environment;
     const firedMono = time.monotonic();
-    const state: FireState = {
+    const state = this.#state(scheduledAt, options);
+    let result: FireResult;
+    try {
+      if (this.job.lock !== false && ledger !== undefined) {
+        result = await this.#claimAndRun(state, options, ledger);
+      } else {
+        result = await this.#fireWithoutLedger(state, options.signal);
+      }
+    } catch (error) {
+      // Only a bug gets here: the pipeline settles, the store's errors are handled below.
+      result = { outcome: 'failure', error, attempts: state.attempts };
+    }
+    this.#log(state, result, time.monotonic() - firedMono);
+    return result;
+  }
+
+  #state(scheduledAt: number, options: FireOptions): FireState {
+    return {
       scheduledAt,
-      kind,
-      deadlineMs:
-        kind === 'manual'
-          ? Number.POSITIVE_INFINITY
-          : kind === 'catch-up'
-            ? (this.job.catchUpMs ?? 0)
-            : this.job.startingDeadlineMs,
+      kind: options.kind ?? 'scheduled',
       onStart: options.onStart,
       onAttemptAborted: options.onAttemptAborted,
+      takeover: false,
+      handed: false,
       token: undefined,
       attempts: 0,
       startedAt: undefined,
       startedMono: undefined,
-      skip: undefined,
     };
-    let result: FireResult;
-    try {
-      result = await this.#fire(state, options.signal);
-    } catch (error) {
-      // Only a bug gets here: the pipeline settles, the clock's errors are handled below.
-      result = { outcome: 'failure', error, attempts: state.attempts };
-    }
-    this.#log(state, result, time.monotonic() - firedMono, clock);
-    return result;
   }
 
-  async #fire(state: FireState, signal: AbortSignal | undefined): Promise<FireResult> {
+  /** Asks the ledger until the occurrence is granted (and run), skipped or done elsewhere. */
+  async #claimAndRun(state: FireState, options: FireOptions, ledger: RunLedger): Promise<FireResult> {
+    const { clock, time, instance } = this.#environment;
+    const lock = this.job.lock as Exclude<ResolvedJob['lock'], false>;
+    const signal = options.signal;
+    const manual = state.kind === 'manual';
+    let pollDelay: number = lockTiming.pollInitialDelay;
+    // Not before its instant by this instance's estimate of the store's clock; the store checks too.
+    let waitMs = manual ? 0 : state.scheduledAt - clock.now() + (clock.offset?.uncertaintyMs ?? 0);
+    for (;;) {
+      if (waitMs > 0) {
+        try {
+          await delay(time, waitMs, signal);
+        } catch {
+          return { outcome: 'skipped', reason: 'shutdown' };
+        }
+      }
+      if (signal?.aborted) return { outcome: 'skipped', reason: 'shutdown' };
+      let claim: ClaimResult;
+      try {
+        claim = await ledger.claimOccurrence({
+          job: this.job.name,
+          key: lock.key,
+          scheduledAt: state.scheduledAt,
+          owner: `${instance}/${randomOwnerId()}`,
+          instance,
+          ttlMs: lock.ttlMs,
+          overlap: this.job.overlap,
+          startingDeadlineMs:
+            state.kind === 'catch-up' ? (this.job.catchUpMs ?? 0) : this.job.startingDeadlineMs,
+          manual,
+          retentionMs: this.#environment.ledgerRetentionMs,
+        });
+      } catch (error) {
+        return { outcome: 'skipped', reason: 'store-unavailable', error };
+      }
+      if (claim.status === 'skipped') return { outcome: 'skipped', reason: claim.reason };
+      if (claim.status === 'wait') {
+        const untilRetry = claim.retryAt - clock.now() + expiryMarginMs;
+        // Watching a holder: ask again when its lease would expire. Queued: poll, so that the
+        // lease's next turn is not lost while it is free.
+        waitMs = claim.runningElsewhere ? untilRetry : Math.min(pollDelay, untilRetry);
+        waitMs = Math.max(1, waitMs);
+        pollDelay = Math.min(pollDelay * 2, lockTiming.pollMaxDelay);
+        continue;
+      }
+      const { lease } = claim;
+      if (lease.scheduledAt === state.scheduledAt) {
+        state.takeover = claim.takeover;
+        return this.#run(state, signal, lease);
+      }
+      // An older occurrence goes first: run it as this fire's own business, then ask again.
+      const handed = this.#state(lease.scheduledAt, options);
+      handed.takeover = claim.takeover;
+      handed.handed = true;
+      const firedMono = time.monotonic();
+      const result = await this.#run(handed, signal, lease);
+      this.#log(handed, result, time.monotonic() - firedMono);
+      pollDelay = lockTiming.pollInitialDelay;
+      waitMs = 0;
+    }
+  }
+
+  /** Without a run ledger: the lock alone (or, for `lock: false`, this instance) guards overlap. */
+  async #fireWithoutLedger(state: FireState, signal: AbortSignal | undefined): Promise<FireResult> {
     const { clock } = this.#environment;
     if (state.kind !== 'manual') {
-      if (clock.now() - state.scheduledAt > state.deadlineMs) return { outcome: 'skipped', reason: 'missed' };
+      const deadlineMs = state.kind === 'catch-up' ? (this.job.catchUpMs ?? 0) : this.job.startingDeadlineMs;
+      if (clock.now() - state.scheduledAt > deadlineMs) return { outcome: 'skipped', reason: 'missed' };
       try {
         await clock.waitUntil(state.scheduledAt, signal);
       } catch (error) {
@@ -179,16 +243,29 @@ export class JobFirer {
         return { outcome: 'skipped', reason: 'store-unavailable', error };
       }
     }
-    if (this.job.lock === false && this.#running > 0) return { outcome: 'skipped', reason: 'lock-held' };
+    if (this.job.lock === false && this.#running > 0) return { outcome: 'skipped', reason: 'overlap' };
+    return this.#run(state, signal, undefined);
+  }
 
-    const callback: Callback<unknown> = (context) => this.#attempt(state, context);
-    fireStates.set(callback, state);
+  /** Runs one occurrence through the pipeline, under `lease` when the ledger granted one. */
+  async #run(
+    state: FireState,
+    signal: AbortSignal | undefined,
+    lease: OccurrenceLease | undefined,
+  ): Promise<FireResult> {
+    let properties: ResilienceProperties | undefined;
+    if (lease !== undefined) {
+      state.token = lease.token;
+      properties = new ResilienceProperties();
+      properties.set(OCCURRENCE_LEASE, lease);
+    }
     this.#running++;
     let outcome: Outcome<unknown, unknown>;
     try {
-      outcome = await this.#pipeline.settle(callback, {
+      outcome = await this.#pipeline.settle((context) => this.#attempt(state, context), {
         signal,
         operationKey: new Date(state.scheduledAt).toISOString(),
+        properties,
       });
     } finally {
       this.#running--;
@@ -198,12 +275,11 @@ export class JobFirer {
     if (state.attempts > 0) base.attempts = state.attempts;
     if (outcome.ok) return { outcome: 'success', ...base };
     const error = outcome.error;
-    if (error instanceof SkipSignal) return { outcome: 'skipped', reason: error.reason, ...base };
     if (state.attempts > 0) return { outcome: 'failure', error, ...base };
-    // The job never ran: the lock (or the ledger read under it) said no.
+    // The job never ran: aborted before it started, or (without a ledger) the lock said no.
     if (signal?.aborted && error === signal.reason)
       return { outcome: 'skipped', reason: 'shutdown', ...base };
-    if (isLockNotAcquiredError(error)) return { outcome: 'skipped', reason: 'lock-held', ...base };
+    if (isLockNotAcquiredError(error)) return { outcome: 'skipped', reason: 'overlap', ...base };
     return { outcome: 'skipped', reason: 'store-unavailable', error, ...base };
   }
 
@@ -265,19 +341,34 @@ export class JobFirer {
       timeProvider: time,
       telemetry: (event) => this.#telemetry(event),
     });
-    if (job.lock !== false) {
+    if (job.lock !== false && ledger !== undefined) {
+      builder = builder.add(
+        occurrenceLeaseStrategy({
+          ledger,
+          ttlMs: job.lock.ttlMs,
+          retentionMs: this.#environment.ledgerRetentionMs,
+          onFinishFailed: (lease, error) =>
+            this.#logger.warn(
+              {
+                scheduledAt: new Date(lease.scheduledAt).toISOString(),
+                token: lease.token,
+                error: describeError(error),
+              },
+              'the run finished but the run ledger could not record it: another instance may run it again once its lease expires',
+            ),
+        }),
+      );
+    } else if (job.lock !== false) {
       const key = job.lock.key;
       builder = builder.add(
         lockStrategy({
           key: () => key,
           ttl: job.lock.ttlMs,
-          wait: job.lock.waitMs,
           store,
           // `<instance>/<uuid>`: `resil lock status` can then say which instance holds the lease.
           ownerPrefix: this.#environment.instance,
         }),
       );
-      builder = builder.add(occurrenceLedgerStrategy(job, this.#environment, ledger, this.#logger));
     }
     if (job.timeoutMs !== undefined) builder = builder.add(timeoutStrategy(job.timeoutMs));
     if (job.retry !== false) builder = builder.add(retryStrategy(job.retry));
@@ -326,7 +417,7 @@ export class JobFirer {
     }
   }
 
-  #log(state: FireState, result: FireResult, elapsedMs: number, clock: StoreClock): void {
+  #log(state: FireState, result: FireResult, elapsedMs: number): void {
     const ran = state.startedMono !== undefined;
     const fields: Record<string, unknown> = {
       scheduledAt: new Date(state.scheduledAt).toISOString(),
@@ -339,6 +430,8 @@ export class JobFirer {
     if (state.startedAt !== undefined && state.kind !== 'manual')
       fields.lateMs = round(state.startedAt - state.scheduledAt);
     if (state.kind !== 'scheduled') fields.kind = state.kind;
+    if (state.takeover) fields.takeover = true;
+    if (state.handed) fields.handed = true;
     if (result.outcome === 'failure' && isShutdownError(result.error)) {
       // Aborted on purpose (Ctrl-C, shutdown): the reason, not a stack from inside resil.
       this.#logger.warn({ ...fields, error: result.error.message }, 'job aborted');
@@ -349,7 +442,8 @@ export class JobFirer {
     } else if (result.reason === 'store-unavailable') {
       this.#logger.warn({ ...fields, error: describeError(result.error) }, 'fire skipped: store unavailable');
     } else {
-      if (result.reason === 'missed') fields.lateMs = round(clock.now() - state.scheduledAt);
+      if (result.reason === 'missed')
+        fields.lateMs = round(this.#environment.clock.now() - state.scheduledAt);
       this.#logger.info(fields, `fire skipped: ${result.reason}`);
     }
   }
@@ -357,79 +451,4 @@ export class JobFirer {
 
 function round(ms: number): number {
   return Math.round(ms * 10) / 10;
-}
-
-/**
- * Under the job's lease: skips an occurrence the run ledger already holds (or one that starts past
- * its deadline), and records the run, with the lease's fencing token, before the lease is released.
- */
-function occurrenceLedgerStrategy(
-  job: ResolvedJob,
-  environment: FireEnvironment,
-  ledger: RunLedger | undefined,
-  logger: SchedulerLogger,
-): StrategyFactory<never> {
-  return {
-    name: 'run-ledger',
-    create: (): ResilienceStrategy => ({
-      async execute<T>(
-        callback: Callback<T>,
-        context: ResilienceContext,
-        next: Next,
-      ): Promise<Outcome<T, unknown>> {
-        const state = fireStates.get(callback as Callback<unknown>);
-        if (state === undefined) return next(callback, context);
-        state.token = context.properties.get(LOCK_TOKEN);
-        if (state.kind !== 'manual') {
-          // Judged again under the lease: a fire that waited out a crashed holder may now be too late.
-          if (environment.clock.now() - state.scheduledAt > state.deadlineMs) {
-            return Outcome.failure(new SkipSignal('missed'));
-          }
-          if (ledger !== undefined) {
-            try {
-              if (await ledger.isCompleted(job.name, state.scheduledAt)) {
-                return Outcome.failure(new SkipSignal('already-done'));
-              }
-            } catch (error) {
-              return Outcome.failure(asStoreUnavailable(error, 'read the run ledger'));
-            }
-          }
-        }
-        const outcome = await next(callback, context);
-        if (ledger === undefined || state.attempts === 0 || state.token === undefined) return outcome;
-        const record: RunRecord = {
-          job: job.name,
-          scheduledAt: state.scheduledAt,
-          outcome: outcome.ok ? 'success' : 'failure',
-          token: state.token,
-          instance: environment.instance,
-          startedAt: state.startedAt ?? environment.clock.now(),
-          endedAt: environment.clock.now(),
-          ...(outcome.ok ? {} : { error: describeError(outcome.error) }),
-        };
-        try {
-          await ledger.recordRun(record, { retentionMs: environment.ledgerRetentionMs });
-        } catch (error) {
-          if (isStaleTokenError(error)) {
-            // A later holder has written to the ledger: this run's lease was lost while it ran.
-            return Outcome.failure(error);
-          }
-          logger.warn(
-            {
-              scheduledAt: new Date(state.scheduledAt).toISOString(),
-              outcome: record.outcome,
-              error: describeError(error),
-            },
-            'the run finished but the run ledger could not record it',
-          );
-        }
-        return outcome;
-      },
-    }),
-  };
-}
-
-function asStoreUnavailable(error: unknown, action: string): StoreUnavailableError {
-  if (isStoreUnavailableError(error)) return error;
-  return new StoreUnavailableError(`Could not ${action}: ${describeError(error)}`, { cause: error });
 }

@@ -288,16 +288,12 @@ export class JobRunner {
       return;
     }
     const scheduledAt = new Date(latest).toISOString();
+    const key = job.lock === false ? job.name : job.lock.key;
     try {
-      const [history, completed] = await Promise.all([
-        ledger.runHistory(job.name, 1),
-        ledger.isCompleted(job.name, latest),
-      ]);
-      if (completed) {
-        log.debug({ scheduledAt }, 'latest occurrence inside the catch-up window already completed');
-        return;
-      }
-      if (history.length === 0 && (await ledger.lastCompleted(job.name)) === undefined) {
+      // A finished occurrence is skipped by its claim (`already-done`); only a job the ledger has
+      // never seen is decided here.
+      const history = await ledger.runHistory(job.name, { key, limit: 1 });
+      if (history.length === 0) {
         log.info(
           { scheduledAt },
           'the run ledger has never seen this job: no catch-up (nothing is backfilled)',

@@ -1,177 +1,414 @@
 import { describe, expect, it } from 'vitest';
 import { isStaleTokenError, StaleTokenError } from '../strategies/lock/errors.ts';
-import type { RunLedger, RunOutcome, RunRecord } from '../strategies/lock/run-ledger.ts';
-import { type ConformanceFactory, uniqueNamespace } from './conformance-namespace.ts';
+import type {
+  ClaimRequest,
+  ClaimResult,
+  OccurrenceLease,
+  OverlapPolicy,
+  RunLedger,
+  RunRecord,
+} from '../strategies/lock/run-ledger.ts';
+import type { LockStore } from '../strategies/lock/store.ts';
+import { type ConformanceFactory, sleep, uniqueNamespace } from './conformance-namespace.ts';
 
-const minute = 60_000;
-const hour = 60 * minute;
+const second = 1_000;
+const minute = 60 * second;
 
-/** `error` may come back missing, `undefined` or `null` from a store: all mean "none". */
+/** A store field that came back missing, `undefined` or `null` means "none". */
 function normalized(record: RunRecord): RunRecord {
-  const { error, ...rest } = record;
-  return error === undefined || error === null ? rest : { ...rest, error };
+  return Object.fromEntries(
+    Object.entries(record).filter(([, value]) => value !== undefined && value !== null),
+  ) as unknown as RunRecord;
 }
 
 /**
- * Registers a vitest suite that checks `factory`'s store against the {@link RunLedger} contract:
- * a success completes its occurrence and a failure does not; a write with a token lower than the
- * job's highest is refused with `StaleTokenError` and writes nothing; history comes newest first
- * and is trimmed; occurrences older than the retention window are not kept; `lastCompleted` is the
- * latest completed occurrence; jobs are independent. Needs `vitest` (imported by this module).
+ * Registers a vitest suite that checks `factory`'s store against the {@link RunLedger} contract,
+ * the occurrence lifecycle of the scheduler: a due occurrence is granted once with a fencing token
+ * and watched by every other fire of it; a finished one is never run again; an early one waits; one
+ * past its starting deadline is skipped as `missed`; each overlap policy (`skip`, `buffer-one`,
+ * `buffer-all`, `cancel-other`, `allow-all`) decides what a fire does while another occurrence
+ * runs, and queued occurrences run oldest first; an occurrence whose holder stopped renewing is
+ * taken over with a higher token, and the old holder's writes are refused with `StaleTokenError`;
+ * history comes newest first; retention drops old records; jobs and keys are independent, and a
+ * plain `acquire` on the key excludes claims. Needs `vitest` (imported by this module).
  *
- * Occurrences are placed relative to this machine's clock, within minutes of now, so the store's
- * clock must be within a minute of it.
+ * Occurrences are placed relative to this machine's clock, so the store's clock must be within a few
+ * seconds of it. Some tests wait for short leases (a few hundred ms) to expire.
  *
  * @example
  * describeRunLedgerConformance('PostgresLockStore', (prefix) => new PostgresLockStore(pool, { prefix }));
  */
-export function describeRunLedgerConformance(name: string, factory: ConformanceFactory<RunLedger>): void {
-  async function setUp(): Promise<{ ledger: RunLedger; job: (name?: string) => string }> {
+export function describeRunLedgerConformance(
+  name: string,
+  factory: ConformanceFactory<RunLedger & LockStore>,
+): void {
+  async function setUp() {
     const namespace = uniqueNamespace();
     const ledger = await factory(namespace);
-    return { ledger, job: (suffix = 'job') => `${namespace}${suffix}` };
-  }
-
-  function run(
-    job: string,
-    scheduledAt: number,
-    token: number,
-    outcome: RunOutcome = 'success',
-    extra: Partial<RunRecord> = {},
-  ): RunRecord {
-    return {
-      job,
-      scheduledAt,
-      outcome,
-      token,
-      instance: 'conformance:1',
-      startedAt: scheduledAt + 10,
-      endedAt: scheduledAt + 20,
-      ...(outcome === 'failure' ? { error: 'boom' } : {}),
-      ...extra,
+    let owners = 0;
+    const job = `${namespace}job`;
+    const key = `${namespace}key`;
+    /** A claim of `scheduledAt` by a new owner, with the given overrides. */
+    const claim = (scheduledAt: number, overrides: Partial<ClaimRequest> = {}): Promise<ClaimResult> =>
+      ledger.claimOccurrence({
+        job,
+        key,
+        scheduledAt,
+        owner: `conformance-owner-${++owners}`,
+        instance: overrides.instance ?? 'conformance:1',
+        ttlMs: 10 * second,
+        overlap: 'skip',
+        startingDeadlineMs: minute,
+        ...overrides,
+      });
+    const granted = async (
+      scheduledAt: number,
+      overrides: Partial<ClaimRequest> = {},
+    ): Promise<OccurrenceLease> => {
+      const result = await claim(scheduledAt, overrides);
+      if (result.status !== 'granted') {
+        throw new Error(`expected a grant of ${scheduledAt}, got ${JSON.stringify(result)}`);
+      }
+      return result.lease;
     };
+    const history = async (options: { key?: string; limit?: number; job?: string } = {}) =>
+      (await ledger.runHistory(options.job ?? job, { key: options.key ?? key, limit: options.limit })).map(
+        normalized,
+      );
+    const record = async (scheduledAt: number): Promise<RunRecord | undefined> =>
+      (await history({ limit: 100 })).find((entry) => entry.scheduledAt === scheduledAt);
+    return { ledger, job, key, namespace, claim, granted, history, record };
   }
 
-  async function history(ledger: RunLedger, job: string, limit?: number): Promise<RunRecord[]> {
-    return (await ledger.runHistory(job, limit)).map(normalized);
-  }
+  /** Whole seconds in the past, as cron instants are. */
+  const past = (ms: number) => Math.floor((Date.now() - ms) / second) * second;
+
+  const fenceError = (promise: Promise<unknown>) =>
+    promise.then(
+      () => undefined,
+      (error: unknown) => error,
+    );
 
   describe(`RunLedger conformance: ${name}`, () => {
-    it('a success completes its occurrence, and only that one', async () => {
-      const { ledger, job } = await setUp();
-      const at = Date.now() - minute;
-      expect(await ledger.isCompleted(job(), at)).toBe(false);
-      const record = run(job(), at, 1);
-      await ledger.recordRun(record);
-      expect(await ledger.isCompleted(job(), at)).toBe(true);
-      expect(await ledger.isCompleted(job(), at + 1_000)).toBe(false);
-      expect(await ledger.isCompleted(job(), at - 1_000)).toBe(false);
-      expect(await history(ledger, job())).toEqual([record]);
+    it('grants a due occurrence once, with a token, and records it as running', async () => {
+      const { claim, granted, record, key, job } = await setUp();
+      const at = past(2 * second);
+      const lease = await granted(at);
+      expect(lease).toMatchObject({ job, key, scheduledAt: at, overlap: 'skip' });
+      expect(lease.token).toBeGreaterThan(0);
+      const watcher = await claim(at);
+      expect(watcher.status).toBe('wait');
+      if (watcher.status !== 'wait') return;
+      expect(watcher.runningElsewhere).toBe(true);
+      // The watcher is told to look again when the lease would expire.
+      expect(Math.abs(watcher.retryAt - (Date.now() + 10 * second))).toBeLessThan(5 * second);
+      const running = await record(at);
+      expect(running).toMatchObject({ job, scheduledAt: at, outcome: 'running', token: lease.token });
+      expect(running?.instance).toBe('conformance:1');
+      expect(Math.abs(running!.startedAt! - Date.now())).toBeLessThan(5 * second);
     });
 
-    it('a failure does not complete its occurrence but is kept in the history with its error', async () => {
-      const { ledger, job } = await setUp();
-      const at = Date.now() - minute;
-      const record = run(job(), at, 1, 'failure', { error: 'database unreachable' });
-      await ledger.recordRun(record);
-      expect(await ledger.isCompleted(job(), at)).toBe(false);
-      expect(await ledger.lastCompleted(job())).toBeUndefined();
-      expect(await history(ledger, job())).toEqual([record]);
+    it('lets an occurrence that is not due yet wait for its instant, recording nothing', async () => {
+      const { claim, history } = await setUp();
+      const at = Math.floor(Date.now() / second) * second + 30 * second;
+      expect(await claim(at)).toEqual({ status: 'wait', retryAt: at, runningElsewhere: false });
+      expect(await history()).toEqual([]);
     });
 
-    it('refuses a record whose token is lower than the highest seen, with StaleTokenError, writing nothing', async () => {
-      const { ledger, job } = await setUp();
-      const at = Date.now() - 10 * minute;
-      await ledger.recordRun(run(job(), at, 5));
-      for (const outcome of ['success', 'failure'] as const) {
-        const stale = run(job(), at + minute, 4, outcome);
-        const error = await ledger.recordRun(stale).then(
-          () => undefined,
-          (caught: unknown) => caught,
-        );
-        expect(isStaleTokenError(error), `recordRun(${outcome}, token 4) after token 5`).toBe(true);
-        expect((error as StaleTokenError).token).toBe(4);
-        expect(error).toBeInstanceOf(StaleTokenError);
+    it('never runs a finished occurrence again, and frees the lease on finish', async () => {
+      const { ledger, claim, granted, record, key } = await setUp();
+      const at = past(10 * second);
+      const lease = await granted(at);
+      await ledger.finishOccurrence(lease, { outcome: 'success' });
+      expect(await claim(at)).toEqual({ status: 'skipped', reason: 'already-done' });
+      expect(await ledger.lastCompleted(lease.job, { key })).toBe(at);
+      const done = await record(at);
+      expect(done).toMatchObject({ outcome: 'success', token: lease.token });
+      expect(done!.endedAt!).toBeGreaterThanOrEqual(done!.startedAt!);
+      const next = await granted(at + second);
+      expect(next.token).toBeGreaterThan(lease.token);
+      if (ledger.inspect) expect((await ledger.inspect(key))?.owner).toBe(next.owner);
+    });
+
+    it('keeps a failure final too, with its error, and not as completed', async () => {
+      const { ledger, claim, granted, record, key, job } = await setUp();
+      const at = past(10 * second);
+      const lease = await granted(at);
+      await ledger.finishOccurrence(lease, { outcome: 'failure', error: 'database unreachable' });
+      expect(await claim(at)).toEqual({ status: 'skipped', reason: 'already-done' });
+      expect(await ledger.lastCompleted(job, { key })).toBeUndefined();
+      expect(await record(at)).toMatchObject({ outcome: 'failure', error: 'database unreachable' });
+    });
+
+    it('skips, and records, an occurrence past its starting deadline', async () => {
+      const { claim, record } = await setUp();
+      const at = past(2 * minute);
+      expect(await claim(at, { startingDeadlineMs: minute })).toEqual({
+        status: 'skipped',
+        reason: 'missed',
+      });
+      expect(await record(at)).toMatchObject({
+        outcome: 'skipped',
+        reason: 'missed',
+        instance: 'conformance:1',
+      });
+      expect(await claim(at, { startingDeadlineMs: 5 * minute })).toEqual({
+        status: 'skipped',
+        reason: 'already-done',
+      });
+    });
+
+    it('skip: a fire while another occurrence runs is recorded as skipped (overlap), fleet-wide', async () => {
+      const { claim, granted, record } = await setUp();
+      const first = past(5 * second);
+      await granted(first);
+      expect(await claim(first + second, { instance: 'other:2' })).toEqual({
+        status: 'skipped',
+        reason: 'overlap',
+      });
+      expect(await record(first + second)).toMatchObject({
+        outcome: 'skipped',
+        reason: 'overlap',
+        instance: 'other:2',
+      });
+      expect(await claim(first + second)).toEqual({ status: 'skipped', reason: 'already-done' });
+    });
+
+    it('buffer-all: fires wait behind the running occurrence and run one at a time, oldest first', async () => {
+      const { ledger, claim, granted, record } = await setUp();
+      const overlap: OverlapPolicy = 'buffer-all';
+      const first = past(5 * second);
+      const lease = await granted(first, { overlap });
+      for (const at of [first + 2 * second, first + second]) {
+        const result = await claim(at, { overlap });
+        expect(result).toMatchObject({ status: 'wait', runningElsewhere: false });
+        expect(await record(at)).toMatchObject({ outcome: 'queued' });
       }
-      expect(await ledger.isCompleted(job(), at + minute)).toBe(false);
-      expect(await ledger.lastCompleted(job())).toBe(at);
-      expect(await history(ledger, job())).toHaveLength(1);
+      await ledger.finishOccurrence(lease, { outcome: 'success' });
+      // The newest fire asks first, and is handed the oldest queued occurrence.
+      const handed = await claim(first + 2 * second, { overlap });
+      expect(handed).toMatchObject({
+        status: 'granted',
+        takeover: false,
+        lease: { scheduledAt: first + second },
+      });
+      expect(await claim(first + 2 * second, { overlap })).toMatchObject({
+        status: 'wait',
+        runningElsewhere: false,
+      });
+      if (handed.status !== 'granted') return;
+      await ledger.finishOccurrence(handed.lease, { outcome: 'success' });
+      const last = await granted(first + 2 * second, { overlap });
+      expect(last.token).toBeGreaterThan(handed.lease.token);
+      expect(await claim(first + second, { overlap })).toEqual({ status: 'skipped', reason: 'already-done' });
     });
 
-    it('accepts the same token again (one holder, several runs) and higher tokens', async () => {
-      const { ledger, job } = await setUp();
-      const at = Date.now() - 10 * minute;
-      await ledger.recordRun(run(job(), at, 5, 'failure'));
-      await ledger.recordRun(run(job(), at, 5));
-      await ledger.recordRun(run(job(), at + minute, 6));
-      expect(await ledger.isCompleted(job(), at)).toBe(true);
-      expect(await ledger.isCompleted(job(), at + minute)).toBe(true);
-      expect(await history(ledger, job())).toHaveLength(3);
+    it('buffer-one: one fire waits behind the running occurrence, a further one is skipped', async () => {
+      const { claim, granted, record } = await setUp();
+      const overlap: OverlapPolicy = 'buffer-one';
+      const first = past(5 * second);
+      await granted(first, { overlap });
+      expect(await claim(first + second, { overlap })).toMatchObject({ status: 'wait' });
+      expect(await claim(first + 2 * second, { overlap })).toEqual({ status: 'skipped', reason: 'overlap' });
+      // Asking again does not lose the queued place.
+      expect(await claim(first + second, { overlap })).toMatchObject({ status: 'wait' });
+      expect(await record(first + second)).toMatchObject({ outcome: 'queued' });
+      expect(await record(first + 2 * second)).toMatchObject({ outcome: 'skipped', reason: 'overlap' });
     });
 
-    it('returns the history newest first, trimmed to historyLimit, and at most limit records', async () => {
-      const { ledger, job } = await setUp();
-      const at = Date.now() - hour;
-      const records = Array.from({ length: 5 }, (_, index) =>
-        run(job(), at + index * minute, index + 1, index % 2 ? 'failure' : 'success'),
+    it('a queued occurrence that cannot start before its deadline is skipped as missed', async () => {
+      const { ledger, claim, granted, record } = await setUp();
+      const overlap: OverlapPolicy = 'buffer-all';
+      const first = past(5 * second);
+      const lease = await granted(first, { overlap, startingDeadlineMs: minute });
+      const queued = first + second;
+      expect(await claim(queued, { overlap, startingDeadlineMs: 6 * second })).toMatchObject({
+        status: 'wait',
+      });
+      await sleep(2_100);
+      await ledger.finishOccurrence(lease, { outcome: 'success' });
+      expect(await claim(queued, { overlap, startingDeadlineMs: 6 * second })).toEqual({
+        status: 'skipped',
+        reason: 'missed',
+      });
+      expect(await record(queued)).toMatchObject({ outcome: 'skipped', reason: 'missed' });
+    });
+
+    it('cancel-other: the running occurrence loses its lease at its next renewal, then the new one runs', async () => {
+      const { ledger, claim, granted, record } = await setUp();
+      const overlap: OverlapPolicy = 'cancel-other';
+      const first = past(5 * second);
+      const running = await granted(first, { overlap });
+      expect(await claim(first + second, { overlap })).toMatchObject({
+        status: 'wait',
+        runningElsewhere: false,
+      });
+      expect(await ledger.renewOccurrence(running, 10 * second)).toBe(false);
+      const next = await granted(first + second, { overlap });
+      expect(next.token).toBeGreaterThan(running.token);
+      // The cancelled holder still reports its end: recorded as a failure saying why.
+      await ledger.finishOccurrence(running, { outcome: 'failure', error: 'lease lost' });
+      expect(await record(first)).toMatchObject({ outcome: 'failure' });
+      expect((await record(first))!.error).toMatch(/cancel/);
+      expect(await ledger.renewOccurrence(next, 10 * second)).toBe(true);
+    });
+
+    it('allow-all: occurrences run concurrently, each under its own lease and token', async () => {
+      const { ledger, claim, granted, record } = await setUp();
+      const overlap: OverlapPolicy = 'allow-all';
+      const first = past(5 * second);
+      const a = await granted(first, { overlap });
+      const b = await granted(first + second, { overlap });
+      expect(b.token).not.toBe(a.token);
+      expect(await claim(first, { overlap })).toMatchObject({ status: 'wait', runningElsewhere: true });
+      expect(await ledger.renewOccurrence(a, 10 * second)).toBe(true);
+      await ledger.finishOccurrence(b, { outcome: 'success' });
+      await ledger.finishOccurrence(a, { outcome: 'success' });
+      expect(await record(first)).toMatchObject({ outcome: 'success', token: a.token });
+      expect(await record(first + second)).toMatchObject({ outcome: 'success', token: b.token });
+    });
+
+    it('takes over an occurrence whose holder stopped renewing, with a higher token, and fences the old holder out', async () => {
+      const { ledger, claim, granted, record } = await setUp();
+      const at = past(2 * second);
+      const dead = await granted(at, { ttlMs: 300 });
+      expect(await claim(at, { instance: 'other:2' })).toMatchObject({
+        status: 'wait',
+        runningElsewhere: true,
+      });
+      await sleep(450);
+      const result = await claim(at, { instance: 'other:2' });
+      expect(result).toMatchObject({ status: 'granted', takeover: true, lease: { scheduledAt: at } });
+      if (result.status !== 'granted') return;
+      expect(result.lease.token).toBeGreaterThan(dead.token);
+      expect(await ledger.renewOccurrence(dead, 10 * second)).toBe(false);
+      const error = await fenceError(ledger.finishOccurrence(dead, { outcome: 'success' }));
+      expect(isStaleTokenError(error), String(error)).toBe(true);
+      expect(error).toBeInstanceOf(StaleTokenError);
+      expect((error as StaleTokenError).token).toBe(dead.token);
+      expect(await record(at)).toMatchObject({
+        outcome: 'running',
+        token: result.lease.token,
+        instance: 'other:2',
+      });
+      await ledger.finishOccurrence(result.lease, { outcome: 'success' });
+      expect(await record(at)).toMatchObject({ outcome: 'success', token: result.lease.token, takeovers: 1 });
+    });
+
+    it('hands an abandoned occurrence to the next fire of a later one, before that one', async () => {
+      const { claim, granted, record } = await setUp();
+      const at = past(5 * second);
+      await granted(at, { ttlMs: 300 });
+      await sleep(450);
+      const result = await claim(at + second);
+      expect(result).toMatchObject({ status: 'granted', takeover: true, lease: { scheduledAt: at } });
+      // With skip, the later occurrence met a running one.
+      expect(await record(at + second)).toMatchObject({ outcome: 'skipped', reason: 'overlap' });
+    });
+
+    it('gives up an abandoned occurrence once its lease has been expired longer than the deadline', async () => {
+      const { claim, granted, record } = await setUp();
+      const at = past(2 * second);
+      await granted(at, { ttlMs: 200 });
+      await sleep(1_500);
+      expect(await claim(at, { startingDeadlineMs: 500 })).toEqual({
+        status: 'skipped',
+        reason: 'already-done',
+      });
+      const abandoned = await record(at);
+      expect(abandoned).toMatchObject({ outcome: 'failure' });
+      expect(abandoned!.error).toMatch(/abandoned/);
+    });
+
+    it('a renewal keeps the lease: no takeover while the holder renews', async () => {
+      const { ledger, claim, granted } = await setUp();
+      const at = past(2 * second);
+      const lease = await granted(at, { ttlMs: 400 });
+      await sleep(250);
+      expect(await ledger.renewOccurrence(lease, 400)).toBe(true);
+      await sleep(250);
+      expect(await claim(at)).toMatchObject({ status: 'wait', runningElsewhere: true });
+    });
+
+    it('manual runs: granted while no occurrence holds the lease, skipped (overlap) while one does', async () => {
+      const { ledger, claim, granted, record } = await setUp();
+      const at = past(2 * second);
+      const manual = await granted(at, { manual: true });
+      await ledger.finishOccurrence(manual, { outcome: 'success' });
+      expect(await record(at)).toMatchObject({ outcome: 'success', token: manual.token });
+      const running = await granted(at + second);
+      expect(await claim(at + 1_500, { manual: true })).toEqual({ status: 'skipped', reason: 'overlap' });
+      expect(running.token).toBeGreaterThan(manual.token);
+    });
+
+    it('a plain acquire of the key and a claim exclude each other', async () => {
+      const { ledger, claim, granted, key } = await setUp();
+      const at = past(2 * second);
+      expect(await ledger.acquire(key, 'plain-owner', 10 * second)).toBeGreaterThan(0);
+      expect(await claim(at)).toEqual({ status: 'skipped', reason: 'overlap' });
+      await ledger.release(key, 'plain-owner');
+      await granted(at + second);
+      expect(await ledger.acquire(key, 'plain-owner', 10 * second)).toBeUndefined();
+    });
+
+    it('two jobs sharing a key exclude each other; records stay apart', async () => {
+      const { ledger, granted, namespace, key, history } = await setUp();
+      const at = past(2 * second);
+      await granted(at);
+      const other = await ledger.claimOccurrence({
+        job: `${namespace}other`,
+        key,
+        scheduledAt: at,
+        owner: 'other-owner',
+        instance: 'conformance:1',
+        ttlMs: 10 * second,
+        overlap: 'skip',
+        startingDeadlineMs: minute,
+      });
+      expect(other).toEqual({ status: 'skipped', reason: 'overlap' });
+      expect(await history({ job: `${namespace}other` })).toHaveLength(1);
+      expect(await history()).toHaveLength(1);
+    });
+
+    it('refuses a finish with a token lower than the occurrence claim, with StaleTokenError', async () => {
+      const { ledger, granted } = await setUp();
+      const at = past(2 * second);
+      const lease = await granted(at);
+      const error = await fenceError(
+        ledger.finishOccurrence({ ...lease, token: lease.token - 1 }, { outcome: 'success' }),
       );
-      for (const record of records) await ledger.recordRun(record, { historyLimit: 3 });
-      const newestFirst = [...records].reverse();
-      expect(await history(ledger, job())).toEqual(newestFirst.slice(0, 3));
-      expect(await history(ledger, job(), 2)).toEqual(newestFirst.slice(0, 2));
+      expect(isStaleTokenError(error), String(error)).toBe(true);
+      expect((error as StaleTokenError).highestToken).toBe(lease.token);
     });
 
-    it('keeps 20 runs of history by default', async () => {
-      const { ledger, job } = await setUp();
-      const at = Date.now() - hour;
-      for (let index = 0; index < 22; index++) await ledger.recordRun(run(job(), at + index * 1_000, 1));
-      const kept = await history(ledger, job(), 50);
-      expect(kept).toHaveLength(20);
-      expect(kept[0]!.scheduledAt).toBe(at + 21_000);
-      expect(kept[19]!.scheduledAt).toBe(at + 2_000);
-      expect(await history(ledger, job())).toHaveLength(20);
+    it('returns history newest first, at most limit, and keeps jobs apart', async () => {
+      const { ledger, granted, history, namespace, key } = await setUp();
+      const first = past(minute);
+      for (let index = 0; index < 4; index++) {
+        const lease = await granted(first + index * second, { startingDeadlineMs: 5 * minute });
+        await ledger.finishOccurrence(lease, {
+          outcome: index % 2 ? 'failure' : 'success',
+          error: index % 2 ? 'boom' : undefined,
+        });
+      }
+      const all = await history();
+      expect(all.map((entry) => entry.scheduledAt)).toEqual(
+        [3, 2, 1, 0].map((index) => first + index * second),
+      );
+      expect(await history({ limit: 2 })).toHaveLength(2);
+      expect(await ledger.lastCompleted(`${namespace}job`, { key })).toBe(first + 2 * second);
+      expect(await history({ job: `${namespace}unknown` })).toEqual([]);
+      expect(await ledger.lastCompleted(`${namespace}unknown`, { key })).toBeUndefined();
     });
 
-    it('does not keep an occurrence older than now - retention', async () => {
-      const { ledger, job } = await setUp();
-      const old = Date.now() - 24 * hour;
-      await ledger.recordRun(run(job(), old, 1), { retentionMs: hour });
-      expect(await ledger.isCompleted(job(), old)).toBe(false);
-      expect(await ledger.lastCompleted(job())).toBeUndefined();
-    });
-
-    it('drops completed occurrences that fall out of retention when a run is recorded', async () => {
-      const { ledger, job } = await setUp();
-      const now = Date.now();
-      await ledger.recordRun(run(job(), now - 2 * hour, 1));
-      expect(await ledger.isCompleted(job(), now - 2 * hour)).toBe(true);
-      await ledger.recordRun(run(job(), now - minute, 1), { retentionMs: hour });
-      expect(await ledger.isCompleted(job(), now - 2 * hour)).toBe(false);
-      expect(await ledger.isCompleted(job(), now - minute)).toBe(true);
-      expect(await ledger.lastCompleted(job())).toBe(now - minute);
-    });
-
-    it('lastCompleted is the latest completed occurrence, whatever the order of recording', async () => {
-      const { ledger, job } = await setUp();
-      const at = Date.now() - hour;
-      expect(await ledger.lastCompleted(job())).toBeUndefined();
-      await ledger.recordRun(run(job(), at + 2 * minute, 1));
-      await ledger.recordRun(run(job(), at + minute, 1));
-      await ledger.recordRun(run(job(), at + 3 * minute, 1, 'failure'));
-      expect(await ledger.lastCompleted(job())).toBe(at + 2 * minute);
-      expect(await ledger.isCompleted(job(), at + minute)).toBe(true);
-    });
-
-    it('keeps jobs apart: occurrences, history and tokens', async () => {
-      const { ledger, job } = await setUp();
-      const at = Date.now() - hour;
-      await ledger.recordRun(run(job('a'), at, 9));
-      expect(await ledger.isCompleted(job('b'), at)).toBe(false);
-      expect(await ledger.lastCompleted(job('b'))).toBeUndefined();
-      expect(await history(ledger, job('b'))).toEqual([]);
-      await ledger.recordRun(run(job('b'), at, 1));
-      expect(await ledger.isCompleted(job('b'), at)).toBe(true);
-      expect(await history(ledger, job('a'))).toHaveLength(1);
+    it('drops records older than the retention when an occurrence finishes', async () => {
+      const { ledger, granted, history } = await setUp();
+      const old = past(2 * 60 * minute);
+      const oldLease = await granted(old, { startingDeadlineMs: 3 * 60 * minute });
+      await ledger.finishOccurrence(oldLease, { outcome: 'success' });
+      const recent = await granted(past(2 * second));
+      await ledger.finishOccurrence(recent, { outcome: 'success' }, { retentionMs: 60 * minute });
+      expect((await history()).map((entry) => entry.scheduledAt)).toEqual([recent.scheduledAt]);
     });
   });
 }

@@ -55,7 +55,7 @@ describe('JobFirer', () => {
     expect(ctx.attempt).toBe(1);
     expect(ctx.token).toBe(1);
     expect(ctx.signal.aborted).toBe(false);
-    expect(await store.isCompleted('report', start)).toBe(true);
+    expect(await store.lastCompleted('report')).toBe(start);
     const [record] = await store.runHistory('report');
     expect(record).toMatchObject({
       job: 'report',
@@ -84,7 +84,7 @@ describe('JobFirer', () => {
     const b = await instance(store, job, { name: 'b' });
 
     expect((await a.firer.fire(start)).outcome).toBe('success');
-    expect(await b.firer.fire(start)).toMatchObject({ outcome: 'skipped', reason: 'already-done', token: 2 });
+    expect(await b.firer.fire(start)).toEqual({ outcome: 'skipped', reason: 'already-done' });
     expect(await a.firer.fire(start)).toMatchObject({ outcome: 'skipped', reason: 'already-done' });
     // The next occurrence is a different one.
     await time.advance(1_000);
@@ -115,7 +115,7 @@ describe('JobFirer', () => {
     expect(logger.lines.filter((line) => line.msg === 'attempt failed, retrying')).toHaveLength(2);
   });
 
-  it('reports a failure after the last attempt, records it as history only, and a later fire may run it', async () => {
+  it('reports a failure after the last attempt, records it in the history, and the occurrence is done', async () => {
     let fail = true;
     const { time, store, job } = setup(() =>
       resolvedJob({
@@ -132,15 +132,16 @@ describe('JobFirer', () => {
     const result = await fired;
     expect(result).toMatchObject({ outcome: 'failure', attempts: 2, token: 1 });
     expect((result.error as Error).message).toContain('refused');
-    expect(await store.isCompleted('report', start)).toBe(false);
+    expect(await store.lastCompleted('report')).toBeUndefined();
     const [record] = await store.runHistory('report');
     expect(record).toMatchObject({ outcome: 'failure', token: 1 });
     // The ledger never keeps a password from an error message.
     expect(record!.error).toContain('redis://app:[redacted]@db:6379');
     expect(logger.fires()[0]).toMatchObject({ level: 'error', outcome: 'failure', attempt: 2 });
 
+    // A failure is final for its occurrence: retries are the pipeline's business, not the next fire's.
     fail = false;
-    expect((await firer.fire(start)).outcome).toBe('success');
+    expect(await firer.fire(start)).toEqual({ outcome: 'skipped', reason: 'already-done' });
   });
 
   it('skips a fire past its starting deadline as missed, without running the job', async () => {
@@ -197,43 +198,63 @@ describe('JobFirer', () => {
     expect(probe.calls[0]!.storeNow).toBeGreaterThanOrEqual(start);
   });
 
-  it('skips a fire while the previous run still holds the lease (lock-held), on this and another instance', async () => {
+  it('skip: a fire while the previous occurrence runs is skipped (overlap) on every instance, and recorded once', async () => {
     const { time, store, probe, job } = setup((probe) => resolvedJob({ run: probe.run }), 'hold');
     const a = await instance(store, job, { name: 'a' });
     const b = await instance(store, job, { name: 'b' });
 
     const first = a.firer.fire(start);
     await time.advance(1_000); // the run overruns into the next occurrence
-    expect(await a.firer.fire(start + 1_000)).toEqual({ outcome: 'skipped', reason: 'lock-held' });
-    expect(await b.firer.fire(start + 1_000)).toEqual({ outcome: 'skipped', reason: 'lock-held' });
+    expect(await a.firer.fire(start + 1_000)).toEqual({ outcome: 'skipped', reason: 'overlap' });
+    expect(await b.firer.fire(start + 1_000)).toEqual({ outcome: 'skipped', reason: 'already-done' });
     expect(probe.calls).toHaveLength(1);
     probe.finishAll();
     expect((await first).outcome).toBe('success');
-    expect(a.logger.fires().map((line) => line.reason)).toEqual(['lock-held', undefined]);
+    expect(a.logger.fires().map((line) => line.reason)).toEqual(['overlap', undefined]);
+    expect((await store.runHistory('report')).map((record) => [record.outcome, record.reason])).toEqual([
+      ['skipped', 'overlap'],
+      ['success', undefined],
+    ]);
   });
 
-  it('with wait >= ttl, a waiting instance takes over the occurrence of a crashed holder', async () => {
+  it('takeover by default: a fire of the occurrence watches its crashed holder and runs it within 1 s of the expiry', async () => {
     const { time, store, probe, job } = setup((probe) =>
-      resolvedJob({ run: probe.run, lock: { key: 'report', ttlMs: 3_000, waitMs: 5_000 } }),
+      resolvedJob({ run: probe.run, lock: { key: 'report', ttlMs: 3_000, waitMs: 0 } }),
     );
-    // The winner took the lease and crashed: nobody renews it, nothing is recorded.
-    const crashedToken = await store.acquire('report', 'crashed-owner', 3_000);
+    // The holder claimed the occurrence and crashed: nobody renews it, nothing is finished.
+    const crashed = await store.claimOccurrence({
+      job: 'report',
+      key: 'report',
+      scheduledAt: start,
+      owner: 'crashed/1',
+      instance: 'crashed',
+      ttlMs: 3_000,
+      overlap: 'skip',
+      startingDeadlineMs: 60_000,
+    });
+    if (crashed.status !== 'granted') throw new Error('not granted');
     const b = await instance(store, job, { name: 'b' });
 
     const fired = b.firer.fire(start);
-    await time.advance(2_900);
+    await time.advance(2_990);
     expect(probe.calls).toHaveLength(0);
-    await time.advance(1_100); // the lease expired at 3 s; the next poll takes it
+    await time.advance(100); // the lease expired at 3 s; the watcher asks again just after
     const result = await fired;
     expect(result).toMatchObject({ outcome: 'success', attempts: 1 });
-    expect(result.token).toBeGreaterThan(crashedToken!);
+    expect(result.token).toBeGreaterThan(crashed.lease.token);
     expect(probe.calls).toHaveLength(1);
-    expect(await store.isCompleted('report', start)).toBe(true);
+    expect(probe.calls[0]!.startedAt - start).toBeLessThanOrEqual(3_000 + 1_000);
+    expect(b.logger.fires()[0]).toMatchObject({ outcome: 'success', takeover: true });
+    expect((await store.runHistory('report'))[0]).toMatchObject({
+      outcome: 'success',
+      takeovers: 1,
+      instance: 'b',
+    });
   });
 
-  it('with wait >= ttl, a waiting instance sees already-done when the holder completes', async () => {
+  it('a watching instance sees already-done when the holder completes', async () => {
     const { time, store, probe, job } = setup(
-      (probe) => resolvedJob({ run: probe.run, lock: { key: 'report', ttlMs: 3_000, waitMs: 5_000 } }),
+      (probe) => resolvedJob({ run: probe.run, lock: { key: 'report', ttlMs: 3_000, waitMs: 0 } }),
       'hold',
     );
     const a = await instance(store, job, { name: 'a' });
@@ -243,10 +264,83 @@ describe('JobFirer', () => {
     const second = b.firer.fire(start);
     await time.advance(500);
     probe.finishAll();
-    await time.advance(1_000);
+    await time.advance(3_100);
     expect((await first).outcome).toBe('success');
     expect(await second).toMatchObject({ outcome: 'skipped', reason: 'already-done' });
     expect(probe.calls).toHaveLength(1);
+  });
+
+  it('buffer-all: fires wait for the running occurrence and run one by one, oldest first', async () => {
+    const order: number[] = [];
+    const { time, store, job } = setup(() =>
+      resolvedJob({
+        overlap: 'buffer-all',
+        run: async (ctx) => {
+          order.push(ctx.scheduledAt.getTime());
+          await new Promise<void>((resolve) => time.setTimeout(resolve, 2_500));
+        },
+      }),
+    );
+    const a = await instance(store, job, { name: 'a' });
+    const b = await instance(store, job, { name: 'b' });
+    const fires = [a.firer.fire(start)];
+    for (let index = 1; index <= 3; index++) {
+      await time.advance(1_000);
+      fires.push(b.firer.fire(start + index * 1_000), a.firer.fire(start + index * 1_000));
+    }
+    // The other instance's fires of the same occurrences watch the holder until its lease expires.
+    await time.advance(45_000);
+    const results = await Promise.all(fires);
+    expect(order).toEqual([start, start + 1_000, start + 2_000, start + 3_000]);
+    expect(results.filter((result) => result.outcome === 'success')).toHaveLength(4);
+    expect(results.filter((result) => result.outcome === 'skipped').map((result) => result.reason)).toEqual([
+      'already-done',
+      'already-done',
+      'already-done',
+    ]);
+  });
+
+  it('cancel-other: a new fire aborts the running occurrence at its next renewal, then runs', async () => {
+    const { time, store, probe, job } = setup(
+      (probe) =>
+        resolvedJob({
+          run: probe.run,
+          overlap: 'cancel-other',
+          lock: { key: 'report', ttlMs: 3_000, waitMs: 0 },
+        }),
+      'hold',
+    );
+    const a = await instance(store, job, { name: 'a' });
+    const b = await instance(store, job, { name: 'b' });
+    const first = a.firer.fire(start);
+    await time.advance(1_000);
+    const second = b.firer.fire(start + 1_000);
+    await time.advance(1_100); // a renews at 1 s after its claim and learns it was cancelled
+    const cancelled = await first;
+    expect(cancelled.outcome).toBe('failure');
+    await time.advance(1_000);
+    expect(probe.calls).toHaveLength(2);
+    probe.finishAll();
+    expect(await second).toMatchObject({ outcome: 'success' });
+    const history = await store.runHistory('report');
+    expect(history[1]).toMatchObject({ scheduledAt: start, outcome: 'failure' });
+    expect(history[1]!.error).toMatch(/cancel/);
+  });
+
+  it('allow-all: occurrences run concurrently under their own leases and tokens', async () => {
+    const { time, store, probe, job } = setup(
+      (probe) => resolvedJob({ run: probe.run, overlap: 'allow-all' }),
+      'hold',
+    );
+    const a = await instance(store, job, { name: 'a' });
+    const first = a.firer.fire(start);
+    await time.advance(1_000);
+    const second = a.firer.fire(start + 1_000);
+    await time.advance(10);
+    expect(probe.calls.map((call) => call.ctx.token)).toEqual([1, 2]);
+    probe.finishAll();
+    expect((await first).outcome).toBe('success');
+    expect((await second).outcome).toBe('success');
   });
 
   it('skips fires while the store is down (store-unavailable) and runs again once it is back', async () => {
@@ -323,28 +417,36 @@ describe('JobFirer', () => {
     expect(isTimeoutRejectedError(result.error)).toBe(true);
   });
 
-  it('fails a run whose ledger write is refused because a later holder wrote a higher token', async () => {
-    const { store, job } = setup(() =>
+  it('fails a run whose finish is refused because another instance took the occurrence over (higher token)', async () => {
+    const { time, store, job } = setup(() =>
       resolvedJob({
+        lock: { key: 'report', ttlMs: 3_000, waitMs: 0 },
         run: async () => {
-          // Meanwhile (lease lost during a pause) another holder completed a run with a higher token.
-          await store.inner.recordRun({
+          // This instance freezes past its ttl; another one takes the occurrence over meanwhile.
+          store.down = true;
+          await new Promise<void>((resolve) => time.setTimeout(resolve, 4_000));
+          store.down = false;
+          const other = await store.claimOccurrence({
             job: 'report',
-            scheduledAt: start - 1_000,
-            outcome: 'success',
-            token: 99,
+            key: 'report',
+            scheduledAt: start,
+            owner: 'b/1',
             instance: 'b',
-            startedAt: start,
-            endedAt: start,
+            ttlMs: 3_000,
+            overlap: 'skip',
+            startingDeadlineMs: 60_000,
           });
+          expect(other).toMatchObject({ status: 'granted', takeover: true });
         },
       }),
     );
     const { firer } = await instance(store, job);
-    const result = await firer.fire(start);
+    const fired = firer.fire(start);
+    await time.advance(4_000);
+    const result = await fired;
     expect(result.outcome).toBe('failure');
     expect(isStaleTokenError(result.error)).toBe(true);
-    expect(await store.isCompleted('report', start)).toBe(false);
+    expect((await store.runHistory('report'))[0]).toMatchObject({ outcome: 'running', instance: 'b' });
   });
 
   it('without a lock, a fire while the previous run is still going on this instance is skipped', async () => {
@@ -355,29 +457,25 @@ describe('JobFirer', () => {
     const { firer } = await instance(store, job);
     const first = firer.fire(start);
     await time.advance(1_000);
-    expect(await firer.fire(start + 1_000)).toEqual({ outcome: 'skipped', reason: 'lock-held' });
+    expect(await firer.fire(start + 1_000)).toEqual({ outcome: 'skipped', reason: 'overlap' });
     probe.finishAll();
     expect(await first).toEqual({ outcome: 'success', attempts: 1 });
     expect(probe.calls[0]!.ctx.token).toBeUndefined();
     expect(await store.runHistory('report')).toEqual([]);
   });
 
-  it('a manual run (resil jobs run) runs at once, skips the ledger check and is recorded in history', async () => {
+  it('a manual run (resil jobs run) runs at once, whatever the ledger holds, and is recorded in history', async () => {
     const { store, probe, job } = setup((probe) => resolvedJob({ run: probe.run }));
     store.skewMs = -2_000;
     const { firer } = await instance(store, job);
-    await store.recordRun({
-      job: 'report',
-      scheduledAt: start,
+    const done = await firer.fire(start - 5_000, { kind: 'manual' });
+    expect(done).toMatchObject({ outcome: 'success', token: 1 });
+    expect(await firer.fire(start - 5_000, { kind: 'manual' })).toMatchObject({
       outcome: 'success',
-      token: 0,
-      instance: 'x',
-      startedAt: 0,
-      endedAt: 0,
+      token: 2,
     });
-    expect(await firer.fire(start, { kind: 'manual' })).toMatchObject({ outcome: 'success', token: 1 });
-    expect(probe.calls).toHaveLength(1);
-    expect((await store.runHistory('report'))[0]).toMatchObject({ outcome: 'success', token: 1 });
+    expect(probe.calls).toHaveLength(2);
+    expect((await store.runHistory('report'))[0]).toMatchObject({ outcome: 'success', token: 2 });
   });
 
   it('drops a fire aborted while it waits for its instant (shutdown) without running the job', async () => {

@@ -7,7 +7,14 @@ import type { TimeProvider } from '../../src/pipeline/time.ts';
 import type { SchedulerLogger } from '../../src/scheduler/fire.ts';
 import { StoreUnavailableError } from '../../src/strategies/lock/errors.ts';
 import { MemoryLockStore } from '../../src/strategies/lock/memory-store.ts';
-import type { RunLedger, RunRecord } from '../../src/strategies/lock/run-ledger.ts';
+import type {
+  ClaimRequest,
+  ClaimResult,
+  OccurrenceLease,
+  RunLedger,
+  RunRecord,
+  RunResult,
+} from '../../src/strategies/lock/run-ledger.ts';
 import type { LeaseInfo, LockStore } from '../../src/strategies/lock/store.ts';
 
 export function resolvedJob(overrides: Partial<ResolvedJob> & Pick<ResolvedJob, 'run'>): ResolvedJob {
@@ -22,6 +29,7 @@ export function resolvedJob(overrides: Partial<ResolvedJob> & Pick<ResolvedJob, 
     enabled: true,
     catchUpMs: undefined,
     startingDeadlineMs: 60_000,
+    overlap: 'skip',
     ...overrides,
   };
 }
@@ -93,7 +101,11 @@ export class ControlledStore implements LockStore, RunLedger {
   nowCalls = 0;
 
   constructor(readonly time: TimeProvider) {
-    this.inner = new MemoryLockStore({ timeProvider: time });
+    // The ledger judges time on the store's clock, skew included.
+    const storeTime: TimeProvider = Object.create(time, {
+      now: { value: () => time.now() + this.skewMs },
+    });
+    this.inner = new MemoryLockStore({ timeProvider: storeTime });
   }
 
   #check(): void {
@@ -131,24 +143,29 @@ export class ControlledStore implements LockStore, RunLedger {
   clockNow(): number {
     return this.time.now() + this.skewMs;
   }
-  async isCompleted(job: string, scheduledAt: number): Promise<boolean> {
+  async claimOccurrence(request: ClaimRequest): Promise<ClaimResult> {
     this.#check();
-    return this.inner.isCompleted(job, scheduledAt);
+    return this.inner.claimOccurrence(request);
   }
-  async recordRun(
-    record: RunRecord,
-    options?: { retentionMs?: number; historyLimit?: number },
+  async renewOccurrence(lease: OccurrenceLease, ttlMs: number): Promise<boolean> {
+    this.#check();
+    return this.inner.renewOccurrence(lease, ttlMs);
+  }
+  async finishOccurrence(
+    lease: OccurrenceLease,
+    result: RunResult,
+    options?: { retentionMs?: number },
   ): Promise<void> {
     this.#check();
-    return this.inner.recordRun(record, options);
+    return this.inner.finishOccurrence(lease, result, options);
   }
-  async runHistory(job: string, limit?: number): Promise<RunRecord[]> {
+  async runHistory(job: string, options?: { key?: string; limit?: number }): Promise<RunRecord[]> {
     this.#check();
-    return this.inner.runHistory(job, limit);
+    return this.inner.runHistory(job, options);
   }
-  async lastCompleted(job: string): Promise<number | undefined> {
+  async lastCompleted(job: string, options?: { key?: string }): Promise<number | undefined> {
     this.#check();
-    return this.inner.lastCompleted(job);
+    return this.inner.lastCompleted(job, options);
   }
 }
 

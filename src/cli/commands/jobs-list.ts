@@ -26,16 +26,26 @@ export interface JobListEntry {
   nextRun: string | null;
   /** null for `lock: false`. */
   lockKey: string | null;
-  /** The latest finished run from the store's run ledger; null when none or the store keeps no ledger. */
+  /**
+   * The latest occurrence that ran to an end (success or failure) among the job's last few in the
+   * store's run ledger; null when none or the store keeps no ledger.
+   */
   lastRun: {
     scheduledAt: string;
     outcome: RunRecord['outcome'];
-    startedAt: string;
-    endedAt: string;
-    instance: string;
-    token: number;
+    startedAt: string | null;
+    endedAt: string | null;
+    instance: string | null;
+    token: number | null;
     error?: string;
   } | null;
+}
+
+/** How many of a job's latest records `jobs list` looks through for its last run. */
+const lastRunSearch = 10;
+
+function isoOrNull(epochMs: number | undefined): string | null {
+  return epochMs === undefined ? null : new Date(epochMs).toISOString();
 }
 
 function nextRunOf(job: ResolvedJob, now: Date): Date | null {
@@ -59,7 +69,14 @@ async function lastRuns(
   try {
     const entries = await withDeadline(
       Promise.all(
-        config.jobs.map(async (job) => [job.name, (await store.runHistory(job.name, 1))[0]] as const),
+        config.jobs.map(async (job) => {
+          const key = job.lock === false ? job.name : job.lock.key;
+          const history = await store.runHistory(job.name, { key, limit: lastRunSearch });
+          return [
+            job.name,
+            history.find((record) => record.outcome === 'success' || record.outcome === 'failure'),
+          ] as const;
+        }),
       ),
       ledgerDeadlineMs,
       `no answer within ${ledgerDeadlineMs} ms`,
@@ -90,10 +107,10 @@ function toEntry(job: ResolvedJob, now: Date, lastRun: RunRecord | undefined): J
         : {
             scheduledAt: new Date(lastRun.scheduledAt).toISOString(),
             outcome: lastRun.outcome,
-            startedAt: new Date(lastRun.startedAt).toISOString(),
-            endedAt: new Date(lastRun.endedAt).toISOString(),
-            instance: lastRun.instance,
-            token: lastRun.token,
+            startedAt: isoOrNull(lastRun.startedAt),
+            endedAt: isoOrNull(lastRun.endedAt),
+            instance: lastRun.instance ?? null,
+            token: lastRun.token ?? null,
             ...(lastRun.error === undefined ? {} : { error: lastRun.error }),
           },
   };
@@ -125,7 +142,7 @@ function formatEntries(
       row.push(
         last === null
           ? styles.dim('never')
-          : `${last.outcome === 'success' ? styles.green('success') : styles.red('failure')} ${formatRelative(new Date(last.endedAt), now)}`,
+          : `${last.outcome === 'success' ? styles.green('success') : styles.red('failure')} ${formatRelative(new Date(last.endedAt ?? last.scheduledAt), now)}`,
       );
     }
     return row;

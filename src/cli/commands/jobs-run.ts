@@ -30,8 +30,8 @@ function describeResult(name: string, result: FireResult, connectionError: unkno
       return `${name}: failed${token}${attempts}: ${describeError(result.error)}`;
     default: {
       const reason =
-        result.reason === 'lock-held'
-          ? 'its lock is held elsewhere'
+        result.reason === 'overlap'
+          ? 'another run of it holds its lock'
           : result.reason === 'store-unavailable'
             ? `the lock store is unreachable${result.error === undefined ? '' : `: ${describeStoreError(result.error, connectionError)}`}`
             : (result.reason ?? 'unknown reason');

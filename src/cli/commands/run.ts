@@ -31,12 +31,17 @@ export function registerRunCommand(program: Command, helpers: RunCommandHelpers)
       'after',
       `
 Each fire runs one occurrence (job, scheduledAt): scheduledAt is the instant the schedule named,
-the same on every instance. The fire goes through the job's lock, the run ledger (an occurrence
-already completed anywhere in the fleet is skipped), its timeout and retry, then run(ctx).
+the same on every instance. The fire asks the store's run ledger what to do with it: run it
+(granted a lease and a fencing token), wait, or skip it; then the job's timeout and retry, then run(ctx).
 
-  never early   an instance whose clock runs ahead waits until the store's clock reaches scheduledAt
-  overlap       a fire while the job's previous run holds its lease is skipped (lock-held)
-  missed        a fire later than the job's startingDeadline (default 1 min) is skipped
+  never early   no occurrence starts before the store's clock reaches scheduledAt
+  once          an occurrence that ran anywhere in the fleet is skipped (already-done)
+  overlap       while an earlier occurrence runs, the job's overlap policy decides: skip (default,
+                reason overlap), buffer-one, buffer-all (wait, oldest first), cancel-other, allow-all
+  takeover      an occurrence whose holder stopped renewing its lease (crash, freeze, partition) is
+                run again by another instance, with a higher token, until its lease has been
+                expired for startingDeadline
+  missed        a fire that cannot start within the job's startingDeadline (default 1 min) is skipped
   catch-up      with catchUp, the latest occurrence inside that window runs once at start
                 if the ledger has seen the job but not that occurrence
   outage        store unreachable: the fire is skipped (store-unavailable); the runner stays up

@@ -1,6 +1,16 @@
 import { systemTimeProvider, type TimeProvider } from '../../pipeline/time.ts';
 import { StaleTokenError } from './errors.ts';
-import type { RunLedger, RunRecord } from './run-ledger.ts';
+import {
+  type ClaimRequest,
+  type ClaimResult,
+  type LedgerSkipReason,
+  ledgerDefaultRetentionMs,
+  ledgerRecordLimit,
+  type OccurrenceLease,
+  type RunLedger,
+  type RunRecord,
+  type RunResult,
+} from './run-ledger.ts';
 import type { LeaseInfo, LockStore } from './store.ts';
 
 export interface MemoryLockStoreOptions {
@@ -15,19 +25,40 @@ interface KeyState {
   owner: string | undefined;
   /** Epoch ms by the store's clock. */
   expiresAt: number;
+  /** The occurrence the live lease was granted to by `claimOccurrence`, if any. */
+  current?: { readonly job: string; readonly scheduledAt: number };
 }
 
+/** An occurrence's record, with what the ledger needs beyond the public view. */
+interface LedgerEntry {
+  record: RunRecord;
+  /** The lease of a `running` occurrence: its owner and expiry (store clock). */
+  owner?: string;
+  expiresAt?: number;
+  /** Set by a `cancel-other` fire: the next renewal is refused. */
+  cancelled?: boolean;
+}
+
+/** One job's occurrences on one lease key. */
 interface JobLedger {
-  highestToken: number;
-  retentionMs: number;
-  /** Completed occurrences (epoch ms). */
-  readonly completed: Set<number>;
-  /** Newest first. */
-  history: RunRecord[];
+  readonly entries: Map<number, LedgerEntry>;
+  /** Queued occurrences (buffered fires), oldest first. */
+  readonly queue: number[];
+  /** Deadline of each queued occurrence (store clock). */
+  readonly queuedUntil: Map<number, number>;
 }
 
-const defaultRetentionMs = 7 * 86_400_000;
-const defaultHistoryLimit = 20;
+const abandonedMessage =
+  'abandoned: its holder stopped renewing the lease and no instance took it over before the deadline';
+const cancelledMessage = 'cancelled: a newer occurrence replaced it (overlap: cancel-other)';
+
+function isFinal(state: RunRecord['outcome']): boolean {
+  return state === 'success' || state === 'failure' || state === 'skipped';
+}
+
+function ledgerId(key: string, job: string): string {
+  return `${key}\u0000${job}`;
+}
 
 /**
  * A {@link LockStore} (and {@link RunLedger}) in this process's memory: excludes executions inside
@@ -61,6 +92,7 @@ export class MemoryLockStore implements LockStore, RunLedger {
     state.token++;
     state.owner = owner;
     state.expiresAt = now + ttlMs;
+    state.current = undefined;
     return state.token;
   }
 
@@ -87,65 +119,295 @@ export class MemoryLockStore implements LockStore, RunLedger {
     return this.#time.now();
   }
 
-  async isCompleted(job: string, scheduledAt: number): Promise<boolean> {
-    const ledger = this.#jobs.get(job);
-    if (!ledger?.completed.has(scheduledAt)) return false;
-    return scheduledAt >= this.#time.now() - ledger.retentionMs;
+  async claimOccurrence(request: ClaimRequest): Promise<ClaimResult> {
+    const now = this.#time.now();
+    const { job, key, scheduledAt, overlap } = request;
+    const ledger = this.#ledger(key, job);
+    const entry = ledger.entries.get(scheduledAt);
+    const perOccurrence = overlap === 'allow-all';
+    const keyLease = this.#live(key, now);
+    if (request.manual) {
+      if (!perOccurrence && keyLease !== undefined) return { status: 'skipped', reason: 'overlap' };
+      return this.#grant(request, ledger, scheduledAt, now, false);
+    }
+    if (now < scheduledAt) return { status: 'wait', retryAt: scheduledAt, runningElsewhere: false };
+    if (entry !== undefined && isFinal(entry.record.outcome))
+      return { status: 'skipped', reason: 'already-done' };
+
+    // Who holds the lease this occurrence needs: its own (allow-all), or the key's.
+    let holder: number | undefined;
+    let holderExpiresAt = 0;
+    if (perOccurrence) {
+      if (entry?.record.outcome === 'running' && entry.expiresAt! > now) {
+        holder = scheduledAt;
+        holderExpiresAt = entry.expiresAt!;
+      }
+    } else if (keyLease !== undefined) {
+      holder = keyLease.current?.job === job ? keyLease.current.scheduledAt : Number.NaN;
+      holderExpiresAt = keyLease.expiresAt;
+    }
+    if (holder === scheduledAt) return { status: 'wait', retryAt: holderExpiresAt, runningElsewhere: true };
+    const deadline = scheduledAt + request.startingDeadlineMs;
+    if (holder !== undefined) {
+      if (now > deadline) return this.#skip(ledger, request, 'missed', now);
+      if (entry?.record.outcome !== 'queued' && !this.#enqueue(ledger, request, deadline, now)) {
+        return this.#skip(ledger, request, 'overlap', now);
+      }
+      if (overlap === 'cancel-other' && !Number.isNaN(holder)) {
+        const running = ledger.entries.get(holder!);
+        if (running !== undefined) running.cancelled = true;
+      }
+      return { status: 'wait', retryAt: holderExpiresAt, runningElsewhere: false };
+    }
+
+    if ((entry === undefined || entry.record.outcome === 'queued') && now > deadline) {
+      return this.#skip(ledger, request, 'missed', now);
+    }
+
+    // The lease is free: it goes to the oldest occurrence still allowed to start.
+    const candidates: { at: number; takeover: boolean }[] = [];
+    const abandonedAt = perOccurrence ? scheduledAt : this.#keys.get(key)?.current?.scheduledAt;
+    const sameJob = perOccurrence || this.#keys.get(key)?.current?.job === job;
+    if (abandonedAt !== undefined && sameJob) {
+      const abandoned = ledger.entries.get(abandonedAt);
+      if (abandoned?.record.outcome === 'running') {
+        if (!abandoned.cancelled && now <= abandoned.expiresAt! + request.startingDeadlineMs) {
+          candidates.push({ at: abandonedAt, takeover: true });
+        } else {
+          this.#end(ledger, abandonedAt, now, {
+            outcome: 'failure',
+            error: abandoned.cancelled ? cancelledMessage : abandonedMessage,
+          });
+        }
+      }
+    }
+    if (!perOccurrence) {
+      while (ledger.queue.length > 0) {
+        const oldest = ledger.queue[0]!;
+        const queued = ledger.entries.get(oldest);
+        if (queued?.record.outcome === 'queued' && now <= ledger.queuedUntil.get(oldest)!) break;
+        this.#dequeue(ledger, oldest);
+        if (queued?.record.outcome === 'queued') this.#setSkipped(queued, 'missed', now);
+      }
+      if (ledger.queue.length > 0) candidates.push({ at: ledger.queue[0]!, takeover: false });
+    }
+    const current = ledger.entries.get(scheduledAt);
+    if (current === undefined || current.record.outcome === 'queued') {
+      candidates.push({ at: scheduledAt, takeover: false });
+    } else if (isFinal(current.record.outcome) && candidates.length === 0) {
+      return { status: 'skipped', reason: 'already-done' };
+    }
+    candidates.sort((a, b) => a.at - b.at);
+    const pick = candidates[0]!;
+    const granted = this.#grant(request, ledger, pick.at, now, pick.takeover);
+    if (pick.at !== scheduledAt && current === undefined) {
+      // Its own occurrence meets the one it was handed as it would meet any running occurrence.
+      if (!this.#enqueue(ledger, request, deadline, now)) this.#skip(ledger, request, 'overlap', now);
+    }
+    return granted;
   }
 
-  async recordRun(
-    record: RunRecord,
-    options: { retentionMs?: number; historyLimit?: number } = {},
+  async renewOccurrence(lease: OccurrenceLease, ttlMs: number): Promise<boolean> {
+    const now = this.#time.now();
+    const entry = this.#ledger(lease.key, lease.job).entries.get(lease.scheduledAt);
+    if (entry?.record.outcome !== 'running' || entry.owner !== lease.owner || !(entry.expiresAt! > now)) {
+      return false;
+    }
+    if (entry.cancelled) {
+      this.#releaseOccurrence(lease, entry);
+      return false;
+    }
+    entry.expiresAt = now + ttlMs;
+    if (lease.overlap !== 'allow-all') this.#keys.get(lease.key)!.expiresAt = entry.expiresAt;
+    return true;
+  }
+
+  async finishOccurrence(
+    lease: OccurrenceLease,
+    result: RunResult,
+    options: { retentionMs?: number } = {},
   ): Promise<void> {
-    let ledger = this.#jobs.get(record.job);
-    if (ledger !== undefined && record.token < ledger.highestToken) {
-      throw new StaleTokenError(record.job, record.token, ledger.highestToken);
+    const now = this.#time.now();
+    const ledger = this.#ledger(lease.key, lease.job);
+    const entry = ledger.entries.get(lease.scheduledAt);
+    if (entry !== undefined) this.#releaseOccurrence(lease, entry);
+    const latest = entry?.record.token;
+    if (latest !== undefined && latest > lease.token) {
+      throw new StaleTokenError(lease.job, lease.token, latest);
     }
-    if (ledger === undefined) {
-      ledger = {
-        highestToken: record.token,
-        retentionMs: defaultRetentionMs,
-        completed: new Set(),
-        history: [],
-      };
-      this.#jobs.set(record.job, ledger);
-    }
-    ledger.highestToken = record.token;
-    ledger.retentionMs = options.retentionMs ?? defaultRetentionMs;
-    ledger.history.unshift({ ...record });
-    ledger.history.length = Math.min(ledger.history.length, options.historyLimit ?? defaultHistoryLimit);
-    if (record.outcome === 'success') ledger.completed.add(record.scheduledAt);
-    this.#dropExpired(ledger);
+    const cancelled = entry?.cancelled === true && result.outcome === 'failure';
+    this.#end(
+      ledger,
+      lease.scheduledAt,
+      now,
+      cancelled ? { outcome: 'failure', error: cancelledMessage } : result,
+    );
+    this.#trim(ledger, now - (options.retentionMs ?? ledgerDefaultRetentionMs));
   }
 
-  async runHistory(job: string, limit = defaultHistoryLimit): Promise<RunRecord[]> {
-    const history = this.#jobs.get(job)?.history ?? [];
-    return history.slice(0, limit).map((record) => ({ ...record }));
+  async runHistory(job: string, options: { key?: string; limit?: number } = {}): Promise<RunRecord[]> {
+    const entries = this.#jobs.get(ledgerId(options.key ?? job, job))?.entries;
+    if (entries === undefined) return [];
+    return [...entries.values()]
+      .map((entry) => ({ ...entry.record }))
+      .sort((a, b) => b.scheduledAt - a.scheduledAt)
+      .slice(0, options.limit ?? 20);
   }
 
-  async lastCompleted(job: string): Promise<number | undefined> {
-    const ledger = this.#jobs.get(job);
-    if (ledger === undefined) return undefined;
-    const oldestKept = this.#time.now() - ledger.retentionMs;
+  async lastCompleted(job: string, options: { key?: string } = {}): Promise<number | undefined> {
+    const entries = this.#jobs.get(ledgerId(options.key ?? job, job))?.entries;
     let latest: number | undefined;
-    for (const scheduledAt of ledger.completed) {
-      if (scheduledAt >= oldestKept && (latest === undefined || scheduledAt > latest)) latest = scheduledAt;
+    for (const [at, entry] of entries ?? []) {
+      if (entry.record.outcome === 'success' && (latest === undefined || at > latest)) latest = at;
     }
     return latest;
+  }
+
+  #ledger(key: string, job: string): JobLedger {
+    const id = ledgerId(key, job);
+    let ledger = this.#jobs.get(id);
+    if (ledger === undefined) {
+      ledger = { entries: new Map(), queue: [], queuedUntil: new Map() };
+      this.#jobs.set(id, ledger);
+    }
+    return ledger;
+  }
+
+  #grant(
+    request: ClaimRequest,
+    ledger: JobLedger,
+    scheduledAt: number,
+    now: number,
+    takeover: boolean,
+  ): ClaimResult {
+    const { key, owner, ttlMs, overlap } = request;
+    let state = this.#keys.get(key);
+    if (state === undefined) {
+      state = { token: 0, owner: undefined, expiresAt: 0 };
+      this.#keys.set(key, state);
+    }
+    const token = ++state.token;
+    const expiresAt = now + ttlMs;
+    if (overlap !== 'allow-all') {
+      state.owner = owner;
+      state.expiresAt = expiresAt;
+      state.current = { job: request.job, scheduledAt };
+    }
+    this.#dequeue(ledger, scheduledAt);
+    const previous = ledger.entries.get(scheduledAt)?.record;
+    const takeovers = (previous?.takeovers ?? 0) + (takeover ? 1 : 0);
+    ledger.entries.set(scheduledAt, {
+      record: {
+        job: request.job,
+        scheduledAt,
+        outcome: 'running',
+        token,
+        instance: request.instance,
+        startedAt: now,
+        ...(takeovers > 0 ? { takeovers } : {}),
+      },
+      owner,
+      expiresAt,
+    });
+    return {
+      status: 'granted',
+      takeover,
+      lease: { job: request.job, key, scheduledAt, owner, token, overlap },
+    };
+  }
+
+  /** Queues the request's occurrence unless the policy says skip; false when it is to be skipped. */
+  #enqueue(ledger: JobLedger, request: ClaimRequest, deadline: number, now: number): boolean {
+    const { overlap, scheduledAt } = request;
+    if (overlap === 'skip') return false;
+    if (overlap === 'buffer-one') {
+      const waiting = ledger.queue.some(
+        (at) =>
+          at !== scheduledAt &&
+          now <= ledger.queuedUntil.get(at)! &&
+          ledger.entries.get(at)?.record.outcome === 'queued',
+      );
+      if (waiting) return false;
+    }
+    if (!ledger.queuedUntil.has(scheduledAt)) {
+      const index = ledger.queue.findIndex((at) => at > scheduledAt);
+      ledger.queue.splice(index === -1 ? ledger.queue.length : index, 0, scheduledAt);
+    }
+    ledger.queuedUntil.set(scheduledAt, deadline);
+    ledger.entries.set(scheduledAt, {
+      record: { job: request.job, scheduledAt, outcome: 'queued', instance: request.instance },
+    });
+    return true;
+  }
+
+  #dequeue(ledger: JobLedger, scheduledAt: number): void {
+    if (!ledger.queuedUntil.delete(scheduledAt)) return;
+    ledger.queue.splice(ledger.queue.indexOf(scheduledAt), 1);
+  }
+
+  #skip(ledger: JobLedger, request: ClaimRequest, reason: LedgerSkipReason, now: number): ClaimResult {
+    this.#dequeue(ledger, request.scheduledAt);
+    const entry: LedgerEntry = {
+      record: {
+        job: request.job,
+        scheduledAt: request.scheduledAt,
+        outcome: 'queued',
+        instance: request.instance,
+      },
+    };
+    this.#setSkipped(entry, reason, now);
+    ledger.entries.set(request.scheduledAt, entry);
+    return { status: 'skipped', reason };
+  }
+
+  #setSkipped(entry: LedgerEntry, reason: LedgerSkipReason, now: number): void {
+    entry.record = { ...entry.record, outcome: 'skipped', reason, endedAt: now };
+  }
+
+  #end(ledger: JobLedger, scheduledAt: number, now: number, result: RunResult): void {
+    const previous = ledger.entries.get(scheduledAt)?.record;
+    const record: RunRecord = {
+      ...(previous ?? { job: '', scheduledAt }),
+      outcome: result.outcome,
+      endedAt: now,
+    };
+    if (result.error !== undefined) (record as { error?: string }).error = result.error;
+    ledger.entries.set(scheduledAt, { record });
+  }
+
+  #releaseOccurrence(lease: OccurrenceLease, entry: LedgerEntry): void {
+    if (entry.owner !== lease.owner) return;
+    entry.expiresAt = this.#time.now();
+    if (lease.overlap === 'allow-all') return;
+    const state = this.#keys.get(lease.key);
+    if (state?.owner === lease.owner) {
+      state.owner = undefined;
+      if (state.current?.scheduledAt === lease.scheduledAt && state.current.job === lease.job) {
+        state.current = undefined;
+      }
+    }
+  }
+
+  /** Drops records older than `oldestKept` (by scheduledAt), then the oldest past the record limit. */
+  #trim(ledger: JobLedger, oldestKept: number): void {
+    for (const [at, entry] of ledger.entries) {
+      if (at < oldestKept && entry.record.outcome !== 'running') {
+        ledger.entries.delete(at);
+        this.#dequeue(ledger, at);
+      }
+    }
+    if (ledger.entries.size <= ledgerRecordLimit) return;
+    const oldest = [...ledger.entries.keys()].sort((a, b) => a - b);
+    for (const at of oldest.slice(0, ledger.entries.size - ledgerRecordLimit)) {
+      ledger.entries.delete(at);
+      this.#dequeue(ledger, at);
+    }
   }
 
   /** The key's state while a lease is live on it, else `undefined`. */
   #live(key: string, now: number): KeyState | undefined {
     const state = this.#keys.get(key);
     return state !== undefined && state.owner !== undefined && state.expiresAt > now ? state : undefined;
-  }
-
-  /** Reads judge retention too, so pruning on writes alone is enough to bound memory. */
-  #dropExpired(ledger: JobLedger): void {
-    const oldestKept = this.#time.now() - ledger.retentionMs;
-    for (const scheduledAt of ledger.completed) {
-      if (scheduledAt < oldestKept) ledger.completed.delete(scheduledAt);
-    }
   }
 }
 

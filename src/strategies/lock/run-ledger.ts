@@ -1,55 +1,166 @@
-/** How a scheduled run ended. */
+/**
+ * Temporal's overlap policies: what a fire does while an earlier occurrence of the job runs.
+ *
+ * - `skip`: the fire is recorded as skipped (`overlap`), fleet-wide.
+ * - `buffer-one`: it waits for the running one, at most one waiting; a further fire is skipped.
+ * - `buffer-all`: every fire waits, and they run one after another, oldest first.
+ * - `cancel-other`: the running occurrence is cancelled (its holder learns it at its next renewal
+ *   and its signal aborts), then the new one runs.
+ * - `allow-all`: occurrences run concurrently, each under its own lease and token.
+ */
+export type OverlapPolicy = 'skip' | 'buffer-one' | 'buffer-all' | 'cancel-other' | 'allow-all';
+
+export const overlapPolicies: readonly OverlapPolicy[] = [
+  'skip',
+  'buffer-one',
+  'buffer-all',
+  'cancel-other',
+  'allow-all',
+];
+
+/**
+ * Where an occurrence stands in the run ledger: `queued` (buffered behind another occurrence),
+ * `running` (claimed under a lease), then one of the final states `success`, `failure`, `skipped`.
+ */
+export type OccurrenceState = 'queued' | 'running' | 'success' | 'failure' | 'skipped';
+
+/** How a run ended, as a holder reports it. */
 export type RunOutcome = 'success' | 'failure';
 
-/** One finished run of a job's occurrence, as kept in a store's run ledger. */
+/**
+ * Why the ledger skipped an occurrence: `overlap` (an earlier one was running and the overlap
+ * policy said skip), `missed` (it could not start before its starting deadline).
+ */
+export type LedgerSkipReason = 'overlap' | 'missed';
+
+/** One occurrence of a job as the run ledger keeps it: its latest state. */
 export interface RunRecord {
   /** The job's name. */
   readonly job: string;
   /** The occurrence: the instant the schedule named, epoch ms (identical on every instance). */
   readonly scheduledAt: number;
-  readonly outcome: RunOutcome;
-  /** The fencing token the run held. */
-  readonly token: number;
-  /** Which instance ran it (host:pid or a name the user gave). */
-  readonly instance: string;
-  /** Epoch ms. */
-  readonly startedAt: number;
-  /** Epoch ms. */
-  readonly endedAt: number;
+  readonly outcome: OccurrenceState;
+  /** For `skipped`: why. */
+  readonly reason?: LedgerSkipReason;
+  /** The fencing token of the latest claim (absent for an occurrence that never ran). */
+  readonly token?: number;
+  /** The instance of the latest claim, or the one whose fire was skipped or queued. */
+  readonly instance?: string;
+  /** When the latest claim was granted, store clock, epoch ms. */
+  readonly startedAt?: number;
+  /** When it reached its final state, store clock, epoch ms. */
+  readonly endedAt?: number;
   /** A short error message for a failure. Never contains secrets. */
+  readonly error?: string;
+  /** How many times another instance took the occurrence over after its holder stopped renewing. */
+  readonly takeovers?: number;
+}
+
+/** One fire asking the ledger what to do with its occurrence. */
+export interface ClaimRequest {
+  readonly job: string;
+  /** The lease key (the job's lock key). Jobs that share it exclude each other. */
+  readonly key: string;
+  /** The occurrence; for a manual run, the store's `now()` as the caller knows it. */
+  readonly scheduledAt: number;
+  /** A unique owner id for this fire's lease. */
+  readonly owner: string;
+  /** This instance's name, kept in the record. */
+  readonly instance: string;
+  readonly ttlMs: number;
+  readonly overlap: OverlapPolicy;
+  /**
+   * The occurrence may start until `scheduledAt + startingDeadlineMs`, by the store's clock, and an
+   * abandoned one (its lease expired while it was `running`) may be taken over until its lease has
+   * been expired for this long. Later, it is skipped as `missed` (or, abandoned, failed).
+   */
+  readonly startingDeadlineMs: number;
+  /**
+   * A manual run (`resil jobs run`): granted whenever no other occurrence holds the lease, whatever
+   * the records say; never queued, never early, no deadline.
+   */
+  readonly manual?: boolean;
+  /** Records older than this (by `scheduledAt`, store clock) are dropped. Defaults to 7 days. */
+  readonly retentionMs?: number;
+}
+
+/**
+ * The ledger's answer to a claim:
+ * - `granted`: run occurrence `scheduledAt` now under `lease`. It is the requested occurrence, or
+ *   an older one that must run first (an abandoned or queued one): run it, then claim again.
+ * - `wait`: ask again at `retryAt` (store clock) at the latest: the occurrence is not due yet, runs
+ *   elsewhere (`runningElsewhere`, watch it for a takeover), or is queued behind another one.
+ * - `skipped`: recorded as skipped with `reason` (`overlap`, `missed`), or `already-done` (it
+ *   reached a final state before; nothing is written).
+ */
+export type ClaimResult =
+  | { readonly status: 'granted'; readonly lease: OccurrenceLease; readonly takeover: boolean }
+  | { readonly status: 'wait'; readonly retryAt: number; readonly runningElsewhere: boolean }
+  | { readonly status: 'skipped'; readonly reason: LedgerSkipReason | 'already-done' };
+
+/** A granted claim: what renewing and finishing it need. */
+export interface OccurrenceLease {
+  readonly job: string;
+  readonly key: string;
+  readonly scheduledAt: number;
+  readonly owner: string;
+  readonly token: number;
+  /** For `allow-all`, the lease is the occurrence's own, not the key's. */
+  readonly overlap: OverlapPolicy;
+}
+
+/** What a holder reports when its run ends. */
+export interface RunResult {
+  readonly outcome: RunOutcome;
+  /** A short, redacted error message for a failure. */
   readonly error?: string;
 }
 
 /**
- * Per-job memory of completed occurrences, so a fleet runs each `(job, scheduledAt)` once.
- * Stores that ship (memory, Redis, PostgreSQL) implement it; a custom store may too.
+ * The run ledger: each occurrence `(job, scheduledAt)` of a job, claimed, queued, then finished, in
+ * the store, so a fleet runs each one once and takes over one whose holder died. The store decides
+ * atomically, on its own clock, which occurrence a key's lease goes to next: the oldest one waiting
+ * (abandoned or queued) within its deadline. Stores that ship (memory, Redis, PostgreSQL) implement
+ * it, and `describeRunLedgerConformance` in `resil/testing` checks a custom one.
  *
- * Writes carry the run's fencing token and are refused with `StaleTokenError` when a higher
- * token has been recorded for the job, so a paused ex-holder cannot corrupt the ledger.
+ * Writes are fenced: finishing with a token lower than the occurrence's latest claim is refused
+ * with `StaleTokenError`, so a paused ex-holder cannot overwrite what its successor recorded.
  */
 export interface RunLedger {
-  /** True when `(job, scheduledAt)` was recorded as a success and is still within retention. */
-  isCompleted(job: string, scheduledAt: number): Promise<boolean>;
+  /** Decides what a fire of `request.scheduledAt` does now (see {@link ClaimResult}). */
+  claimOccurrence(request: ClaimRequest): Promise<ClaimResult>;
   /**
-   * Appends `record` to the job's history (trimmed to `historyLimit`, default 20) and, for a
-   * success, adds its occurrence to the completed set, dropping occurrences older than
-   * `retentionMs` (default 7 days) by the store's clock. Throws `StaleTokenError` when
-   * `record.token` is lower than the highest token recorded for the job.
+   * Pushes the lease's expiry to now + `ttlMs` while it is the holder's. False when it is not
+   * (expired and taken, or the occurrence was cancelled by `cancel-other`: the lease is then freed).
    */
-  recordRun(record: RunRecord, options?: { retentionMs?: number; historyLimit?: number }): Promise<void>;
-  /** The job's latest runs, newest first (at most `limit`, default 20). */
-  runHistory(job: string, limit?: number): Promise<RunRecord[]>;
-  /** The latest completed occurrence (epoch ms) within retention, or `undefined`. */
-  lastCompleted(job: string): Promise<number | undefined>;
+  renewOccurrence(lease: OccurrenceLease, ttlMs: number): Promise<boolean>;
+  /**
+   * Records the run's end and releases the lease. Throws `StaleTokenError` (writing nothing but the
+   * release) when a later claim of the occurrence holds a higher token.
+   */
+  finishOccurrence(
+    lease: OccurrenceLease,
+    result: RunResult,
+    options?: { retentionMs?: number },
+  ): Promise<void>;
+  /** The job's occurrences, newest `scheduledAt` first (at most `limit`, default 20). */
+  runHistory(job: string, options?: { key?: string; limit?: number }): Promise<RunRecord[]>;
+  /** The latest occurrence that succeeded, within retention, or `undefined`. */
+  lastCompleted(job: string, options?: { key?: string }): Promise<number | undefined>;
 }
 
 /** True when `store` implements {@link RunLedger}. */
 export function hasRunLedger<S extends object>(store: S): store is S & RunLedger {
   const candidate = store as Partial<RunLedger>;
   return (
-    typeof candidate.isCompleted === 'function' &&
-    typeof candidate.recordRun === 'function' &&
+    typeof candidate.claimOccurrence === 'function' &&
+    typeof candidate.renewOccurrence === 'function' &&
+    typeof candidate.finishOccurrence === 'function' &&
     typeof candidate.runHistory === 'function' &&
     typeof candidate.lastCompleted === 'function'
   );
 }
+
+/** How many records a job keeps at most, whatever the retention: about 2.8 h of an every-second job. */
+export const ledgerRecordLimit = 10_000;
+export const ledgerDefaultRetentionMs = 7 * 86_400_000;

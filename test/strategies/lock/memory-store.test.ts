@@ -1,8 +1,8 @@
 import {
+  type ClaimRequest,
   hasRunLedger,
   isStaleTokenError,
   MemoryLockStore,
-  type RunRecord,
   type StaleTokenError,
 } from 'resil';
 import { FakeTimeProvider } from 'resil/testing';
@@ -13,23 +13,6 @@ const day = 86_400_000;
 function setUp() {
   const time = new FakeTimeProvider();
   return { time, store: new MemoryLockStore({ timeProvider: time }) };
-}
-
-function run(
-  job: string,
-  scheduledAt: number,
-  token: number,
-  outcome: RunRecord['outcome'] = 'success',
-): RunRecord {
-  return {
-    job,
-    scheduledAt,
-    outcome,
-    token,
-    instance: 'host:1',
-    startedAt: scheduledAt,
-    endedAt: scheduledAt + 5,
-  };
 }
 
 describe('MemoryLockStore: leases', () => {
@@ -95,44 +78,78 @@ describe('MemoryLockStore: leases', () => {
 });
 
 describe('MemoryLockStore: run ledger', () => {
+  const claim = (store: MemoryLockStore, scheduledAt: number, overrides: Partial<ClaimRequest> = {}) =>
+    store.claimOccurrence({
+      job: 'nightly',
+      key: 'nightly',
+      scheduledAt,
+      owner: `owner-${Math.random()}`,
+      instance: 'host:1',
+      ttlMs: 30_000,
+      overlap: 'skip',
+      startingDeadlineMs: 60_000,
+      ...overrides,
+    });
+
   it('implements RunLedger', () => {
     expect(hasRunLedger(new MemoryLockStore())).toBe(true);
   });
 
-  it('judges retention by its clock on reads too: an occurrence ages out without another write', async () => {
+  it('judges takeover by its time provider: the lease is taken over once expired, not a millisecond before', async () => {
     const { time, store } = setUp();
     const at = time.now();
-    await store.recordRun(run('nightly', at, 1), { retentionMs: day });
-    expect(await store.isCompleted('nightly', at)).toBe(true);
-    expect(await store.lastCompleted('nightly')).toBe(at);
-    time.setNow(at + day + 1);
-    expect(await store.isCompleted('nightly', at)).toBe(false);
-    expect(await store.lastCompleted('nightly')).toBeUndefined();
+    const first = await claim(store, at);
+    expect(first.status).toBe('granted');
+    await time.advance(29_999);
+    expect(await claim(store, at)).toMatchObject({
+      status: 'wait',
+      runningElsewhere: true,
+      retryAt: at + 30_000,
+    });
+    await time.advance(1);
+    expect(await claim(store, at)).toMatchObject({ status: 'granted', takeover: true });
   });
 
   it('defaults to 7 days of retention', async () => {
     const { time, store } = setUp();
     const at = time.now();
-    await store.recordRun(run('nightly', at, 1));
+    const old = await claim(store, at);
+    if (old.status !== 'granted') throw new Error('not granted');
+    await store.finishOccurrence(old.lease, { outcome: 'success' });
     time.setNow(at + 7 * day);
-    expect(await store.isCompleted('nightly', at)).toBe(true);
+    const recent = await claim(store, time.now());
+    if (recent.status !== 'granted') throw new Error('not granted');
+    await store.finishOccurrence(recent.lease, { outcome: 'success' });
+    expect(await store.lastCompleted('nightly')).toBe(time.now());
+    expect((await store.runHistory('nightly')).map((record) => record.scheduledAt)).toEqual([time.now(), at]);
     time.setNow(at + 7 * day + 1);
-    expect(await store.isCompleted('nightly', at)).toBe(false);
+    const later = await claim(store, time.now());
+    if (later.status !== 'granted') throw new Error('not granted');
+    await store.finishOccurrence(later.lease, { outcome: 'success' });
+    expect(await store.runHistory('nightly')).toHaveLength(2);
   });
 
   it('refuses a stale token with the job, the token and the highest token seen', async () => {
     const { time, store } = setUp();
-    await store.recordRun(run('nightly', time.now(), 7));
-    const error = await store.recordRun(run('nightly', time.now() + 1, 6)).catch((caught: unknown) => caught);
+    const granted = await claim(store, time.now());
+    if (granted.status !== 'granted') throw new Error('not granted');
+    const error = await store
+      .finishOccurrence({ ...granted.lease, token: granted.lease.token - 1 }, { outcome: 'success' })
+      .catch((caught: unknown) => caught);
     expect(isStaleTokenError(error)).toBe(true);
-    expect(error).toMatchObject({ code: 'STALE_TOKEN', resource: 'nightly', token: 6, highestToken: 7 });
-    expect((error as StaleTokenError).message).toContain('6');
+    expect(error).toMatchObject({
+      code: 'STALE_TOKEN',
+      resource: 'nightly',
+      highestToken: granted.lease.token,
+    });
+    expect((error as StaleTokenError).message).toContain(String(granted.lease.token - 1));
   });
 
   it('returns copies: callers cannot change the ledger through a record', async () => {
     const { time, store } = setUp();
-    const record = run('nightly', time.now(), 1);
-    await store.recordRun(record);
+    const granted = await claim(store, time.now());
+    if (granted.status !== 'granted') throw new Error('not granted');
+    await store.finishOccurrence(granted.lease, { outcome: 'success' });
     const [kept] = await store.runHistory('nightly');
     (kept as { outcome: string }).outcome = 'failure';
     expect((await store.runHistory('nightly'))[0]!.outcome).toBe('success');
