@@ -27,6 +27,12 @@ export function ensureBuilt(): void {
     'src/scheduler/runner.ts',
     'src/scheduler/fire.ts',
     'src/scheduler/store-clock.ts',
+    'src/scheduler/occurrence-lease.ts',
+    'src/strategies/lock/memory-store.ts',
+    'src/stores/redis/store.ts',
+    'src/stores/redis/scripts.ts',
+    'src/stores/postgres/store.ts',
+    'src/stores/postgres/schema.ts',
   ].map((file) => join(repoRoot, file));
   const oldest = Math.min(...outputs.map((file) => (existsSync(file) ? statSync(file).mtimeMs : 0)));
   const newest = Math.max(...sources.map((file) => statSync(file).mtimeMs));

@@ -106,7 +106,7 @@ describe.skipIf(!redisUrl || !faketime)('a fleet of resil run processes on one R
         );
       expect(fires.length).toBe(expected.length);
       for (const line of fires.filter((entry) => entry.outcome === 'skipped')) {
-        expect(['lock-held', 'already-done']).toContain(line.reason);
+        expect(['overlap', 'already-done']).toContain(line.reason);
       }
     }
   }, 40_000);

@@ -31,7 +31,7 @@ function describeResult(name: string, result: FireResult, connectionError: unkno
     default: {
       const reason =
         result.reason === 'overlap'
-          ? 'another run of it holds its lock'
+          ? 'its lock is held elsewhere'
           : result.reason === 'store-unavailable'
             ? `the lock store is unreachable${result.error === undefined ? '' : `: ${describeStoreError(result.error, connectionError)}`}`
             : (result.reason ?? 'unknown reason');
