@@ -52,8 +52,29 @@ describe('config defaults', () => {
         enabled: true,
         catchUpMs: undefined,
         startingDeadlineMs: 60_000,
+        overlap: 'skip',
       },
     ]);
+  });
+
+  it("reads lock.wait >= lock.ttl without an overlap as 'buffer-all'; an explicit overlap wins", async () => {
+    const job = (extra: Record<string, unknown>) => ({ name: 'a', schedule: '* * * * *', run, ...extra });
+    const overlapOf = async (extra: Record<string, unknown>) =>
+      (await resolveConfig({ jobs: [job(extra)] }, file)).jobs[0]!.overlap;
+    expect(await overlapOf({ lock: { ttl: '3s', wait: '3s' } })).toBe('buffer-all');
+    expect(await overlapOf({ lock: { ttl: '3s', wait: '2s' } })).toBe('skip');
+    expect(await overlapOf({ lock: { ttl: '3s', wait: '10s' }, overlap: 'skip' })).toBe('skip');
+    expect(await overlapOf({ overlap: 'allow-all' })).toBe('allow-all');
+  });
+
+  it('rejects an unknown overlap policy, naming the policies and the closest one', async () => {
+    const error = await resolveConfig(
+      { jobs: [{ name: 'a', schedule: '* * * * *', run, overlap: 'buffer-al' }] },
+      file,
+    ).catch((caught: unknown) => caught);
+    expect(String((error as Error).message)).toContain(
+      `job "a": option "overlap": expected one of 'skip', 'buffer-one', 'buffer-all', 'cancel-other', 'allow-all' (did you mean 'buffer-all'?), got "buffer-al"`,
+    );
   });
 
   it('converts durations and inherits the config timezone', async () => {
