@@ -196,3 +196,20 @@ export class JobProbe {
     for (const resolve of this.#pending.splice(0)) resolve();
   }
 }
+
+/** Records `scheduledAt` of `job` as a finished success in `ledger`, as a fleet member would have. */
+export async function completeOccurrence(ledger: RunLedger, job: string, scheduledAt: number): Promise<void> {
+  const claim = await ledger.claimOccurrence({
+    job,
+    key: job,
+    scheduledAt,
+    owner: 'elsewhere/1',
+    instance: 'x',
+    ttlMs: 30_000,
+    overlap: 'skip',
+    startingDeadlineMs: 60_000,
+    manual: true,
+  });
+  if (claim.status !== 'granted') throw new Error(`could not record ${job}@${scheduledAt}: ${claim.status}`);
+  await ledger.finishOccurrence(claim.lease, { outcome: 'success' });
+}

@@ -7,7 +7,14 @@ import type { ResolvedJob } from '../../src/config/types.ts';
 import type { TimeProvider } from '../../src/pipeline/time.ts';
 import { isShutdownError, isUnknownJobError } from '../../src/scheduler/errors.ts';
 import { JobRunner, runJobNow } from '../../src/scheduler/runner.ts';
-import { ControlledStore, JobProbe, RecordingLogger, resolvedConfig, resolvedJob } from './fixtures.ts';
+import {
+  ControlledStore,
+  completeOccurrence,
+  JobProbe,
+  RecordingLogger,
+  resolvedConfig,
+  resolvedJob,
+} from './fixtures.ts';
 
 const start = Date.parse('2026-01-01T02:00:00.000Z');
 
@@ -92,7 +99,7 @@ describe('JobRunner', () => {
     });
   });
 
-  it('skips a fire while the previous run of the job still runs (lock-held)', async () => {
+  it('skips a fire while the previous run of the job still runs (overlap)', async () => {
     const { probe, logger, runner } = setup((probe) => [resolvedJob({ run: probe.run })], 'hold');
     await runner.start();
     await vi.advanceTimersByTimeAsync(2_000);
@@ -101,7 +108,7 @@ describe('JobRunner', () => {
     probe.finishAll();
     await runner.stop();
     expect(logger.fires().map((line) => [line.scheduledAt, line.outcome, line.reason])).toEqual([
-      ['2026-01-01T02:00:02.000Z', 'skipped', 'lock-held'],
+      ['2026-01-01T02:00:02.000Z', 'skipped', 'overlap'],
       ['2026-01-01T02:00:01.000Z', 'success', undefined],
       ['2026-01-01T02:00:03.000Z', 'success', undefined],
     ]);
@@ -115,15 +122,7 @@ describe('JobRunner', () => {
     it('runs the latest occurrence inside the window once when the ledger has seen the job but not it', async () => {
       vi.setSystemTime(start + 10 * 60_000);
       const { store, probe, logger, runner } = setup(hourly);
-      await store.inner.recordRun({
-        job: 'report',
-        scheduledAt: start - 2 * 3_600_000,
-        outcome: 'success',
-        token: 1,
-        instance: 'x',
-        startedAt: 0,
-        endedAt: 0,
-      });
+      await completeOccurrence(store.inner, 'report', start - 2 * 3_600_000);
       await runner.start();
       await runner.idle();
       await runner.stop();
@@ -131,7 +130,7 @@ describe('JobRunner', () => {
       expect(logger.fires()).toEqual([
         expect.objectContaining({ outcome: 'success', kind: 'catch-up', lateMs: 600_000 }),
       ]);
-      expect(await store.isCompleted('report', start)).toBe(true);
+      expect(await store.lastCompleted('report')).toBe(start);
     });
 
     it('does not backfill a job the ledger has never seen', async () => {
@@ -147,15 +146,7 @@ describe('JobRunner', () => {
     it('does nothing when the latest occurrence completed, or lies outside the window', async () => {
       vi.setSystemTime(start + 10 * 60_000);
       const done = setup(hourly);
-      await done.store.inner.recordRun({
-        job: 'report',
-        scheduledAt: start,
-        outcome: 'success',
-        token: 1,
-        instance: 'x',
-        startedAt: 0,
-        endedAt: 0,
-      });
+      await completeOccurrence(done.store.inner, 'report', start);
       await done.runner.start();
       await done.runner.idle();
       await done.runner.stop();
@@ -165,15 +156,7 @@ describe('JobRunner', () => {
       const outside = setup((probe) => [
         resolvedJob({ run: probe.run, schedule: '0 2 * * *', catchUpMs: 90 * 60_000 }),
       ]);
-      await outside.store.inner.recordRun({
-        job: 'report',
-        scheduledAt: start - 86_400_000,
-        outcome: 'success',
-        token: 1,
-        instance: 'x',
-        startedAt: 0,
-        endedAt: 0,
-      });
+      await completeOccurrence(outside.store.inner, 'report', start - 86_400_000);
       await outside.runner.start();
       await outside.runner.idle();
       await outside.runner.stop();
@@ -303,7 +286,7 @@ describe('runJobNow', () => {
     expect(await runJobNow(config, 'report', logger)).toEqual({ outcome: 'success', token: 1, attempts: 1 });
     expect(probe.calls).toHaveLength(1);
     await store.acquire('report', 'elsewhere', 60_000);
-    expect(await runJobNow(config, 'report', logger)).toEqual({ outcome: 'skipped', reason: 'lock-held' });
+    expect(await runJobNow(config, 'report', logger)).toEqual({ outcome: 'skipped', reason: 'overlap' });
     await expect(runJobNow(config, 'nope', logger)).rejects.toMatchObject({ code: 'UNKNOWN_JOB' });
   });
 });
