@@ -3,12 +3,12 @@ import type { ResilienceContext } from '../pipeline/context.ts';
 import type { Outcome } from '../pipeline/outcome.ts';
 import type { ResiliencePipeline } from '../pipeline/pipeline.ts';
 import { PipelineBuilder } from '../pipeline/pipeline-builder.ts';
-import { ResilienceProperties } from '../pipeline/properties.ts';
+import { ResilienceProperties, ResiliencePropertyKey } from '../pipeline/properties.ts';
 import type { TelemetryEvent } from '../pipeline/strategy.ts';
 import type { TimeProvider } from '../pipeline/time.ts';
 import { delay } from '../pipeline/time.ts';
 import { lockTiming } from '../strategies/lock/defaults.ts';
-import { isLockNotAcquiredError } from '../strategies/lock/errors.ts';
+import { isLockNotAcquiredError, isStaleTokenError } from '../strategies/lock/errors.ts';
 import { randomOwnerId } from '../strategies/lock/owner-id.ts';
 import type { ClaimResult, OccurrenceLease, RunLedger } from '../strategies/lock/run-ledger.ts';
 import type { LockStore } from '../strategies/lock/store.ts';
@@ -17,8 +17,7 @@ import { LOCK_TOKEN } from '../strategies/lock/token.ts';
 import { retryStrategy } from '../strategies/retry/strategy.ts';
 import { isTimeoutRejectedError } from '../strategies/timeout/errors.ts';
 import { timeoutStrategy } from '../strategies/timeout/strategy.ts';
-import { describeError } from './credentials.ts';
-import { isShutdownError } from './errors.ts';
+import type { FireKind, SchedulerEvent } from './events.ts';
 import { OCCURRENCE_LEASE, occurrenceLeaseStrategy } from './occurrence-lease.ts';
 import type { StoreClock } from './store-clock.ts';
 
@@ -63,7 +62,10 @@ export interface FireEnvironment {
   /** This instance's name, in the ledger and in logs. */
   readonly instance: string;
   readonly ledgerRetentionMs: number;
+  /** The logger jobs get as `ctx.logger` (bound to the job, the occurrence and the attempt). */
   readonly logger: SchedulerLogger;
+  /** Where the fire's events go (log lines, metrics, ... subscribe there). */
+  readonly emit: (event: SchedulerEvent) => void;
 }
 
 /** How a fire came about. */
@@ -89,13 +91,11 @@ export interface FireOptions {
 /** One occurrence being run by a fire (the fire's own, or one the ledger handed it). */
 interface FireState {
   readonly scheduledAt: number;
-  readonly kind: 'scheduled' | 'catch-up' | 'manual';
+  readonly kind: FireKind;
   readonly onStart: (() => void) | undefined;
   readonly onAttemptAborted: FireOptions['onAttemptAborted'];
   /** True when the ledger granted an occurrence whose holder stopped renewing. */
   takeover: boolean;
-  /** True when the ledger handed this fire an older occurrence to run before its own. */
-  handed: boolean;
   token: number | undefined;
   attempts: number;
   /** Store clock, epoch ms, when the first attempt started. */
@@ -109,6 +109,9 @@ interface FireState {
  * judges the expiry, this only covers the estimate of its clock.
  */
 const expiryMarginMs = 25;
+
+/** The occurrence an execution runs, for the telemetry listener. */
+const FIRE_STATE = new ResiliencePropertyKey<FireState>('resil.fireState');
 
 /**
  * Fires one job. With a store that keeps a run ledger, each fire asks the ledger what to do with
@@ -148,7 +151,7 @@ export class JobFirer {
       // Only a bug gets here: the pipeline settles, the store's errors are handled below.
       result = { outcome: 'failure', error, attempts: state.attempts };
     }
-    this.#log(state, result, time.monotonic() - firedMono);
+    this.#report(state, result, time.monotonic() - firedMono);
     return result;
   }
 
@@ -159,7 +162,6 @@ export class JobFirer {
       onStart: options.onStart,
       onAttemptAborted: options.onAttemptAborted,
       takeover: false,
-      handed: false,
       token: undefined,
       attempts: 0,
       startedAt: undefined,
@@ -221,10 +223,9 @@ export class JobFirer {
       // An older occurrence goes first: run it as this fire's own business, then ask again.
       const handed = this.#state(lease.scheduledAt, options);
       handed.takeover = claim.takeover;
-      handed.handed = true;
       const firedMono = time.monotonic();
       const result = await this.#run(handed, signal, lease);
-      this.#log(handed, result, time.monotonic() - firedMono);
+      this.#report(handed, result, time.monotonic() - firedMono);
       pollDelay = lockTiming.pollInitialDelay;
       waitMs = 0;
     }
@@ -253,10 +254,10 @@ export class JobFirer {
     signal: AbortSignal | undefined,
     lease: OccurrenceLease | undefined,
   ): Promise<FireResult> {
-    let properties: ResilienceProperties | undefined;
+    const properties = new ResilienceProperties();
+    properties.set(FIRE_STATE, state);
     if (lease !== undefined) {
       state.token = lease.token;
-      properties = new ResilienceProperties();
       properties.set(OCCURRENCE_LEASE, lease);
     }
     this.#running++;
@@ -296,7 +297,15 @@ export class JobFirer {
     const token = context.properties.get(LOCK_TOKEN);
     const scheduledAt = new Date(state.scheduledAt);
     const logger = this.#logger.child({ scheduledAt: scheduledAt.toISOString(), attempt });
-    if (attempt === 1) this.#logger.debug({ scheduledAt: scheduledAt.toISOString(), token }, 'job started');
+    if (attempt === 1) {
+      this.#environment.emit({
+        ...this.#eventBase(state),
+        type: 'started',
+        token,
+        takeover: state.takeover,
+        lateMs: this.#lateMs(state),
+      });
+    }
     const ctx: JobContext = {
       signal: context.signal,
       job: this.job.name,
@@ -313,10 +322,12 @@ export class JobFirer {
     const onAbort = () => {
       const reason = signal.reason;
       if (isTimeoutRejectedError(reason)) {
-        this.#logger.warn(
-          { scheduledAt: scheduledAt.toISOString(), attempt, timeoutMs: reason.timeout },
-          'attempt timed out: its signal is aborted',
-        );
+        this.#environment.emit({
+          ...this.#eventBase(state),
+          type: 'timed-out',
+          attempt,
+          timeoutMs: reason.timeout,
+        });
       }
       state.onAttemptAborted?.(
         reason,
@@ -348,14 +359,15 @@ export class JobFirer {
           ttlMs: job.lock.ttlMs,
           retentionMs: this.#environment.ledgerRetentionMs,
           onFinishFailed: (lease, error) =>
-            this.#logger.warn(
-              {
-                scheduledAt: new Date(lease.scheduledAt).toISOString(),
-                token: lease.token,
-                error: describeError(error),
-              },
-              'the run finished but the run ledger could not record it: another instance may run it again once its lease expires',
-            ),
+            this.#environment.emit({
+              job: this.job.name,
+              scheduledAt: new Date(lease.scheduledAt),
+              instance: this.#environment.instance,
+              kind: 'scheduled',
+              type: 'finish-failed',
+              token: lease.token,
+              error,
+            }),
         }),
       );
     } else if (job.lock !== false) {
@@ -375,80 +387,74 @@ export class JobFirer {
     return builder.build();
   }
 
+  /** Pipeline telemetry as scheduler events: retries, lost leases and store errors. */
   #telemetry(event: TelemetryEvent): void {
-    const fields = { scheduledAt: event.context.operationKey, event: event.event };
+    const state = event.context.properties.get(FIRE_STATE);
+    if (state === undefined) return;
     const args = event.args as {
       attemptNumber?: number;
       retryDelay?: number;
       outcome?: Outcome<unknown, unknown>;
       error?: unknown;
-      timeout?: number;
       key?: string;
     };
-    switch (event.event) {
-      case 'OnRetry':
-        this.#logger.warn(
-          {
-            ...fields,
-            attempt: (args.attemptNumber ?? 0) + 1,
-            retryDelayMs: args.retryDelay,
-            err: args.outcome?.error,
-          },
-          'attempt failed, retrying',
-        );
-        return;
-      case 'OnTimeout':
-        // Logged at warn when the timer fired (see #attempt); this is the attempt settling after it.
-        this.#logger.debug({ ...fields, timeoutMs: args.timeout }, 'timed-out attempt settled');
-        return;
-      case 'OnLockLost':
-        this.#logger.warn(
-          { ...fields, key: args.key },
-          'lease lost while the job ran: its signal is aborted',
-        );
-        return;
-      case 'OnLockRejected':
-        this.#logger.debug({ ...fields, key: args.key }, 'lock held elsewhere for longer than lock.wait');
-        return;
-      default:
-        if (args.error !== undefined)
-          this.#logger.warn({ ...fields, err: args.error }, 'lock store call failed');
-        else this.#logger.debug(fields, 'pipeline event');
+    const base = this.#eventBase(state);
+    if (event.event === 'OnRetry') {
+      this.#environment.emit({
+        ...base,
+        type: 'retrying',
+        attempt: (args.attemptNumber ?? 0) + 1,
+        delayMs: args.retryDelay ?? 0,
+        error: args.outcome?.error,
+      });
+    } else if (event.event === 'OnLockLost') {
+      this.#environment.emit({ ...base, type: 'lock-lost', key: args.key ?? '' });
+    } else if (args.error !== undefined) {
+      this.#environment.emit({ ...base, type: 'store-error', error: args.error });
     }
   }
 
-  #log(state: FireState, result: FireResult, elapsedMs: number): void {
-    const ran = state.startedMono !== undefined;
-    const fields: Record<string, unknown> = {
-      scheduledAt: new Date(state.scheduledAt).toISOString(),
-      outcome: result.outcome,
-      durationMs: round(ran ? this.#environment.time.monotonic() - state.startedMono! : elapsedMs),
+  #eventBase(state: FireState) {
+    return {
+      job: this.job.name,
+      scheduledAt: new Date(state.scheduledAt),
+      instance: this.#environment.instance,
+      kind: state.kind,
     };
-    if (result.reason !== undefined) fields.reason = result.reason;
-    if (result.token !== undefined) fields.token = result.token;
-    if (result.attempts !== undefined && result.attempts > 0) fields.attempt = result.attempts;
-    if (state.startedAt !== undefined && state.kind !== 'manual')
-      fields.lateMs = round(state.startedAt - state.scheduledAt);
-    if (state.kind !== 'scheduled') fields.kind = state.kind;
-    if (state.takeover) fields.takeover = true;
-    if (state.handed) fields.handed = true;
-    if (result.outcome === 'failure' && isShutdownError(result.error)) {
-      // Aborted on purpose (Ctrl-C, shutdown): the reason, not a stack from inside resil.
-      this.#logger.warn({ ...fields, error: result.error.message }, 'job aborted');
-    } else if (result.outcome === 'failure') {
-      this.#logger.error({ ...fields, err: result.error }, 'job failed');
-    } else if (result.outcome === 'success') {
-      this.#logger.info(fields, 'job succeeded');
-    } else if (result.reason === 'store-unavailable') {
-      this.#logger.warn({ ...fields, error: describeError(result.error) }, 'fire skipped: store unavailable');
-    } else {
-      if (result.reason === 'missed')
-        fields.lateMs = round(this.#environment.clock.now() - state.scheduledAt);
-      this.#logger.info(fields, `fire skipped: ${result.reason}`);
-    }
   }
-}
 
-function round(ms: number): number {
-  return Math.round(ms * 10) / 10;
+  #lateMs(state: FireState): number | undefined {
+    return state.startedAt === undefined || state.kind === 'manual'
+      ? undefined
+      : state.startedAt - state.scheduledAt;
+  }
+
+  /** The fire's end as one event: `succeeded`, `failed` or `skipped`. */
+  #report(state: FireState, result: FireResult, elapsedMs: number): void {
+    const { time, clock, emit } = this.#environment;
+    const base = this.#eventBase(state);
+    if (result.outcome === 'skipped') {
+      emit({
+        ...base,
+        type: 'skipped',
+        reason: result.reason!,
+        durationMs: elapsedMs,
+        lateMs: result.reason === 'missed' ? clock.now() - state.scheduledAt : undefined,
+        ...(result.error === undefined ? {} : { error: result.error }),
+      });
+      return;
+    }
+    emit({
+      ...base,
+      type: result.outcome === 'success' ? 'succeeded' : 'failed',
+      token: result.token,
+      takeover: state.takeover,
+      attempts: result.attempts ?? 0,
+      durationMs: state.startedMono === undefined ? elapsedMs : time.monotonic() - state.startedMono,
+      lateMs: this.#lateMs(state),
+      ...(result.outcome === 'failure'
+        ? { error: result.error, ...(isStaleTokenError(result.error) ? { fenceRejected: true } : {}) }
+        : {}),
+    });
+  }
 }

@@ -4,6 +4,8 @@ import { systemTimeProvider, type TimeProvider, type TimerHandle } from '../pipe
 import { hasRunLedger } from '../strategies/lock/run-ledger.ts';
 import { describeError } from './credentials.ts';
 import { ShutdownError, UnknownJobError } from './errors.ts';
+import { logSchedulerEvents } from './event-log.ts';
+import { SchedulerEvents, type SchedulerListener } from './events.ts';
 import {
   type FireEnvironment,
   type FireOptions,
@@ -71,6 +73,7 @@ export class JobRunner {
   readonly #environment: FireEnvironment;
   readonly #jobs: ScheduledJob[];
   readonly #inFlight = new Set<InFlightFire>();
+  readonly #events = new SchedulerEvents();
   readonly #clockRefreshMs: number;
   readonly #abortSettleMs: number;
   #refreshTimer: TimerHandle | undefined;
@@ -87,7 +90,8 @@ export class JobRunner {
       logger: this.#logger,
       warnThresholdMs: options.clockWarnThresholdMs,
     });
-    this.#environment = environmentFor(options.config, this.#clock, this.#time, this.#logger);
+    this.#events.on(logSchedulerEvents(this.#logger));
+    this.#environment = environmentFor(options.config, this.#clock, this.#time, this.#logger, this.#events);
     this.#jobs = selectJobs(options.config, options.jobs).map((job) => ({
       firer: new JobFirer(job, this.#environment),
       schedule: new JobSchedule(job),
@@ -99,6 +103,11 @@ export class JobRunner {
   /** The jobs this runner schedules. */
   get jobs(): readonly ResolvedJob[] {
     return this.#jobs.map((scheduled) => scheduled.firer.job);
+  }
+
+  /** Subscribes to the runner's events (one per fire's start and end, retries, ...); returns the unsubscribe. */
+  on(listener: SchedulerListener): () => void {
+    return this.#events.on(listener);
   }
 
   /** This instance's view of the store's clock. */
@@ -353,6 +362,8 @@ export async function runJobNow(
     signal?: AbortSignal;
     /** See `FireOptions.onAttemptAborted`. */
     onAttemptAborted?: FireOptions['onAttemptAborted'];
+    /** Also told every event of the run. */
+    onEvent?: SchedulerListener;
   } = {},
 ): Promise<FireResult> {
   const job = config.jobs.find((candidate) => candidate.name === jobName);
@@ -372,7 +383,10 @@ export async function runJobNow(
   } catch {
     // The lock reports an unreachable store as the result.
   }
-  const firer = new JobFirer(job, environmentFor(config, clock, time, log));
+  const events = new SchedulerEvents();
+  events.on(logSchedulerEvents(log));
+  if (options.onEvent) events.on(options.onEvent);
+  const firer = new JobFirer(job, environmentFor(config, clock, time, log, events));
   return firer.fire(Math.round(clock.now()), {
     kind: 'manual',
     signal: options.signal,
@@ -385,6 +399,7 @@ function environmentFor(
   clock: StoreClock,
   time: TimeProvider,
   logger: SchedulerLogger,
+  events: SchedulerEvents,
 ): FireEnvironment {
   return {
     store: config.store,
@@ -394,6 +409,7 @@ function environmentFor(
     instance: config.instance,
     ledgerRetentionMs: config.ledgerRetentionMs,
     logger,
+    emit: (event) => events.emit(event),
   };
 }
 

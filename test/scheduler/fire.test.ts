@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ResolvedJob } from '../../src/config/types.ts';
+import { logSchedulerEvents } from '../../src/scheduler/event-log.ts';
 import { type FireEnvironment, JobFirer } from '../../src/scheduler/fire.ts';
 import { StoreClock } from '../../src/scheduler/store-clock.ts';
 import { isStaleTokenError } from '../../src/strategies/lock/errors.ts';
@@ -27,6 +28,7 @@ async function instance(
     instance: name,
     ledgerRetentionMs: 86_400_000,
     logger,
+    emit: logSchedulerEvents(logger),
   };
   return { firer: new JobFirer(job, environment), logger, clock };
 }
