@@ -1,5 +1,4 @@
 export { defineConfig, defineJob } from './config/define.ts';
-export type { JobContext, JobDefinition, JobLockOptions, JobLogger, ResilConfig } from './config/types.ts';
 export { currentContext } from './pipeline/ambient.ts';
 export {
   DerivedSignal,
@@ -43,6 +42,7 @@ export {
   type TimerHandle,
 } from './pipeline/time.ts';
 export { isShutdownError, ShutdownError } from './scheduler/errors.ts';
+export type { JobContext, JobDefinition, JobLockOptions, JobLogger, ResilConfig } from './scheduler/job.ts';
 export { circuitBreakerDefaults } from './strategies/circuit-breaker/defaults.ts';
 export {
   BrokenCircuitError,

@@ -1,7 +1,7 @@
 import { CommanderError } from 'commander';
-import { isConfigError } from '../config/errors.ts';
-import type { ResolvedConfig } from '../config/types.ts';
+import { isConfigError } from '../scheduler/config-error.ts';
 import { isUnknownJobError } from '../scheduler/errors.ts';
+import type { ResolvedConfig } from '../scheduler/job.ts';
 import type { LockStore } from '../strategies/lock/store.ts';
 import { createStyles, shouldColor } from './output.ts';
 import { type CommandHelpers, createProgram } from './program.ts';

@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import { Command } from 'commander';
-import type { ResolvedConfig } from '../config/types.ts';
+import type { ResolvedConfig } from '../scheduler/job.ts';
 import { registerJobsCommands } from './commands/jobs.ts';
 import { registerLockCommands } from './commands/lock.ts';
 import { registerRunCommand } from './commands/run.ts';

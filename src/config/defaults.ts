@@ -1,19 +1,3 @@
-import { lockDefaults } from '../strategies/lock/defaults.ts';
-
-/** Config defaults, applied into `ResolvedConfig`. A test pins each of them. */
-export const configDefaults = {
-  /** On SIGINT/SIGTERM, how long running jobs may finish before their signals abort, in ms. */
-  shutdownGrace: 30_000,
-  /** How long completed occurrences stay in the run ledger, in ms (7 days). */
-  ledgerRetention: 7 * 86_400_000,
-  /** A fire that starts later than this after its instant is skipped as `missed`, in ms. */
-  startingDeadline: 60_000,
-  /** Lease length of a job's lock, in ms: the lock strategy's default. */
-  lockTtl: lockDefaults.ttl,
-  /** How long a job waits for its held lock, in ms: 0 skips at once. */
-  lockWait: lockDefaults.wait,
-} as const;
-
 /** Where cosmiconfig looks for a config, in order, in each directory it searches. */
 export const configSearchPlaces = [
   'package.json',

@@ -1,4 +1,4 @@
-import type { JobDefinition, ResilConfig } from './types.ts';
+import type { JobDefinition, ResilConfig } from '../scheduler/job.ts';
 
 /**
  * Types a `resil.config.ts` so editors complete every option. Returns its argument.

@@ -1,8 +1,8 @@
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import type { ConfigProblem } from '../scheduler/config-error.ts';
 import { redactCredentials } from '../scheduler/credentials.ts';
 import { bundleDirectoryPrefix } from './bundle-typescript.ts';
-import type { ConfigProblem } from './errors.ts';
 
 /** esbuild's `file:line:column: ERROR: text`, as tsx reports a TypeScript syntax error. */
 const transformErrorLine = /^(.+?):(\d+):(\d+): ERROR: (.+)$/m;

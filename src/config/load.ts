@@ -1,11 +1,11 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { extname, join, resolve } from 'node:path';
+import { ConfigError, isConfigError } from '../scheduler/config-error.ts';
+import type { ResolvedConfig } from '../scheduler/job.ts';
 import { discardPreparedBundles, prepareBundle } from './bundle-typescript.ts';
 import { configSearchPlaces } from './defaults.ts';
-import { ConfigError, isConfigError } from './errors.ts';
 import { importDefault } from './import-module.ts';
 import { describeLoadError } from './load-error.ts';
-import type { ResolvedConfig } from './types.ts';
 
 export interface LoadConfigOptions {
   /** Where discovery starts (and `configPath` is resolved from). Defaults to `process.cwd()`. */
@@ -72,7 +72,7 @@ export async function loadConfig(options: LoadConfigOptions = {}): Promise<Resol
     prepareBundle(likelyConfig);
   }
   // Loaded while esbuild works (validation brings croner and the strategies).
-  const validation = import('./validate.ts');
+  const validation = import('../scheduler/resolve.ts');
   validation.catch(() => {}); // awaited below; no unhandled rejection when the search fails first
   const { cosmiconfig } = await import('cosmiconfig');
   const moduleLoader = (filepath: string) => loadModule(filepath);
@@ -118,5 +118,5 @@ export async function loadConfig(options: LoadConfigOptions = {}): Promise<Resol
     throw new ConfigError({ file: result.filepath, message: 'the config file is empty' });
   }
   const { resolveConfig } = await validation;
-  return resolveConfig(result.config, result.filepath);
+  return resolveConfig(result.config, result.filepath, { importJob: importDefault });
 }

@@ -1,5 +1,5 @@
-import { closestName } from '../config/did-you-mean.ts';
 import { errorGuard, ResilienceError } from '../pipeline/errors.ts';
+import { closestName } from './did-you-mean.ts';
 
 /**
  * The abort reason of a job's signal when `resil run` stops: the grace period ran out while the job

@@ -1,4 +1,3 @@
-import type { JobContext, JobLogger, ResolvedJob } from '../config/types.ts';
 import type { ResilienceContext } from '../pipeline/context.ts';
 import type { Outcome } from '../pipeline/outcome.ts';
 import type { ResiliencePipeline } from '../pipeline/pipeline.ts';
@@ -18,6 +17,7 @@ import { retryStrategy } from '../strategies/retry/strategy.ts';
 import { isTimeoutRejectedError } from '../strategies/timeout/errors.ts';
 import { timeoutStrategy } from '../strategies/timeout/strategy.ts';
 import type { FireKind, SchedulerEvent } from './events.ts';
+import type { JobContext, JobLogger, ResolvedJob } from './job.ts';
 import { OCCURRENCE_LEASE, occurrenceLeaseStrategy } from './occurrence-lease.ts';
 import type { StoreClock } from './store-clock.ts';
 
@@ -453,8 +453,13 @@ export class JobFirer {
       durationMs: state.startedMono === undefined ? elapsedMs : time.monotonic() - state.startedMono,
       lateMs: this.#lateMs(state),
       ...(result.outcome === 'failure'
-        ? { error: result.error, ...(isStaleTokenError(result.error) ? { fenceRejected: true } : {}) }
+        ? { error: result.error, ...(isFenceRejection(result.error) ? { fenceRejected: true } : {}) }
         : {}),
     });
   }
+}
+
+/** The ledger refused the run's finish: the error itself, or the lost lease it explains. */
+function isFenceRejection(error: unknown): boolean {
+  return isStaleTokenError(error) || (error instanceof Error && isStaleTokenError(error.cause));
 }

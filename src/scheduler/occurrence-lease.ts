@@ -92,7 +92,11 @@ export function occurrenceLeaseStrategy(options: OccurrenceLeaseOptions): Strate
             return outcome;
           } catch (error) {
             // A later claim of this occurrence holds a higher token: this run's lease was lost.
-            if (isStaleTokenError(error)) return Outcome.failure(error);
+            if (isStaleTokenError(error)) {
+              return Outcome.failure(
+                held.lostError === undefined ? error : new LockLostError(lease.key, { cause: error }),
+              );
+            }
             if (attempt === finishAttempts) {
               options.onFinishFailed(lease, error);
               return outcome;

@@ -1,5 +1,5 @@
 import { Cron } from 'croner';
-import type { ResolvedJob } from '../config/types.ts';
+import type { ResolvedJob } from './job.ts';
 
 /**
  * One scheduled run of a job: the job's name and the instant its schedule named. Every instance

@@ -1,5 +1,4 @@
 import { Cron } from 'croner';
-import type { ResolvedConfig, ResolvedJob } from '../config/types.ts';
 import { systemTimeProvider, type TimeProvider, type TimerHandle } from '../pipeline/time.ts';
 import { hasRunLedger } from '../strategies/lock/run-ledger.ts';
 import { describeError } from './credentials.ts';
@@ -14,6 +13,7 @@ import {
   type SchedulerLogger,
   type SkipReason,
 } from './fire.ts';
+import type { ResolvedConfig, ResolvedJob } from './job.ts';
 import { JobSchedule } from './occurrence.ts';
 import { StoreClock } from './store-clock.ts';
 

@@ -1,6 +1,6 @@
-import type { JobLogger } from '../config/types.ts';
 import { delay, type TimeProvider } from '../pipeline/time.ts';
 import type { LockStore } from '../strategies/lock/store.ts';
+import type { JobLogger } from './job.ts';
 
 export interface StoreClockOptions {
   /** Offsets larger than this (either way) are logged as a warning. Defaults to 1 s. */

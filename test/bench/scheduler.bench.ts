@@ -16,7 +16,7 @@ import { Cron } from 'croner';
 import { Redis } from 'ioredis';
 import pino from 'pino';
 import { createLogger } from '../../src/cli/logger.ts';
-import type { JobContext, ResolvedConfig } from '../../src/config/types.ts';
+import type { JobContext, ResolvedConfig } from '../../src/scheduler/job.ts';
 import { JobRunner } from '../../src/scheduler/runner.ts';
 import { RedisLockStore } from '../../src/stores/redis/store.ts';
 import { MemoryLockStore } from '../../src/strategies/lock/memory-store.ts';
@@ -82,6 +82,7 @@ async function resilRunner(
         enabled: true,
         catchUpMs: undefined,
         startingDeadlineMs: 60_000,
+        overlap: 'skip',
         run: (ctx: JobContext) => {
           lateness.push(preciseNow() - ctx.scheduledAt.getTime());
           if (lateness.length > fires) {

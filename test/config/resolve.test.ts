@@ -1,10 +1,11 @@
 import { hostname } from 'node:os';
 import { describe, expect, it } from 'vitest';
 import { formatRelative, formatSpan } from '../../src/cli/output.ts';
-import { configDefaults } from '../../src/config/defaults.ts';
-import { closestName } from '../../src/config/did-you-mean.ts';
-import { ConfigError, formatConfigProblem, isConfigError } from '../../src/config/errors.ts';
-import { resolveConfig } from '../../src/config/validate.ts';
+import { importDefault } from '../../src/config/import-module.ts';
+import { ConfigError, formatConfigProblem, isConfigError } from '../../src/scheduler/config-error.ts';
+import { closestName } from '../../src/scheduler/did-you-mean.ts';
+import { configDefaults } from '../../src/scheduler/job-defaults.ts';
+import { resolveConfig } from '../../src/scheduler/resolve.ts';
 import { MemoryLockStore } from '../../src/strategies/lock/memory-store.ts';
 
 const file = '/project/resil.config.ts';
@@ -12,7 +13,8 @@ const run = async () => {};
 
 async function problemsOf(raw: unknown): Promise<string[]> {
   try {
-    await resolveConfig(raw, file);
+    // As the config loader calls it: job module paths are imported.
+    await resolveConfig(raw, file, { importJob: importDefault });
   } catch (error) {
     expect(isConfigError(error)).toBe(true);
     return (error as ConfigError).problems.map(formatConfigProblem);

@@ -2,9 +2,10 @@
  * Shared pieces of the scheduler tests: resolved jobs and configs, a logger that records lines,
  * and stores whose clock or availability a test controls.
  */
-import type { JobContext, ResolvedConfig, ResolvedJob } from '../../src/config/types.ts';
+
 import type { TimeProvider } from '../../src/pipeline/time.ts';
 import type { SchedulerLogger } from '../../src/scheduler/fire.ts';
+import type { JobContext, ResolvedConfig, ResolvedJob } from '../../src/scheduler/job.ts';
 import { StoreUnavailableError } from '../../src/strategies/lock/errors.ts';
 import { MemoryLockStore } from '../../src/strategies/lock/memory-store.ts';
 import type {

@@ -3,9 +3,9 @@
  * so the runner's clock here is the (faked) globals, and no test sleeps.
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { ResolvedJob } from '../../src/config/types.ts';
 import type { TimeProvider } from '../../src/pipeline/time.ts';
 import { isShutdownError, isUnknownJobError } from '../../src/scheduler/errors.ts';
+import type { ResolvedJob } from '../../src/scheduler/job.ts';
 import { JobRunner, runJobNow } from '../../src/scheduler/runner.ts';
 import {
   ControlledStore,

@@ -1,5 +1,5 @@
 import { Cron } from 'croner';
-import type { ResolvedConfig, ResolvedJob } from '../../config/types.ts';
+import type { ResolvedConfig, ResolvedJob } from '../../scheduler/job.ts';
 import { hasRunLedger, type RunRecord } from '../../strategies/lock/run-ledger.ts';
 import {
   formatRelative,

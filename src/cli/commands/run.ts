@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { ResolvedConfig } from '../../config/types.ts';
+import type { ResolvedConfig } from '../../scheduler/job.ts';
 import { resolveLogLevel } from '../usage-error.ts';
 
 /** What `resil run` needs from the program around it (a subset of the program's `CommandHelpers`). */

@@ -9,11 +9,10 @@ import { type OverlapPolicy, overlapPolicies } from '../strategies/lock/run-ledg
 import type { LockStore } from '../strategies/lock/store.ts';
 import type { RetryStrategyOptions } from '../strategies/retry/options.ts';
 import { retryStrategy } from '../strategies/retry/strategy.ts';
-import { configDefaults } from './defaults.ts';
+import { ConfigError, type ConfigProblem, got } from './config-error.ts';
 import { closestName } from './did-you-mean.ts';
-import { ConfigError, type ConfigProblem, got } from './errors.ts';
-import { importDefault } from './import-module.ts';
-import type { JobDefinition, ResolvedConfig, ResolvedJob } from './types.ts';
+import type { JobDefinition, ResolvedConfig, ResolvedJob } from './job.ts';
+import { configDefaults } from './job-defaults.ts';
 
 const configOptions = ['store', 'timezone', 'instance', 'shutdownGrace', 'ledgerRetention', 'jobs'] as const;
 const jobOptions = [
@@ -126,13 +125,14 @@ async function loadJobModules(
   jobs: readonly unknown[],
   file: string,
   problems: ConfigProblem[],
+  importJob: (path: string) => Promise<unknown>,
 ): Promise<unknown[]> {
   return Promise.all(
     jobs.map(async (entry, index) => {
       if (typeof entry !== 'string') return entry;
       const path = resolve(dirname(file), entry);
       try {
-        return await importDefault(path);
+        return await importJob(path);
       } catch (error) {
         problems.push({
           file,
@@ -322,8 +322,32 @@ function resolveJob(
  * Validates a loaded config and applies the defaults. Reports every problem at once in one
  * {@link ConfigError}, one line per problem naming the file, the job, the option and the value.
  */
-export async function resolveConfig(raw: unknown, file: string): Promise<ResolvedConfig> {
+export async function resolveConfig(
+  raw: unknown,
+  file: string,
+  options: {
+    /** Loads a job given as a module path (relative to `file`): its default export. */
+    importJob?: (path: string) => Promise<unknown>;
+  } = {},
+): Promise<ResolvedConfig> {
+  if (options.importJob === undefined || !isPlainObject(raw) || !Array.isArray(raw.jobs)) {
+    return resolveConfigSync(raw, file);
+  }
   const problems: ConfigProblem[] = [];
+  const entries = await loadJobModules(raw.jobs, file, problems, options.importJob);
+  return resolveConfigSync(raw, file, { entries, problems });
+}
+
+/**
+ * {@link resolveConfig} for jobs given as objects (a job given as a module path is a problem):
+ * what `createScheduler()` validates its options with.
+ */
+export function resolveConfigSync(
+  raw: unknown,
+  file: string,
+  loaded?: { entries: unknown[]; problems: ConfigProblem[] },
+): ResolvedConfig {
+  const problems: ConfigProblem[] = loaded?.problems ?? [];
   const report: Report = (problem) => problems.push({ file, ...problem });
   if (!isPlainObject(raw)) {
     throw new ConfigError({
@@ -380,7 +404,18 @@ export async function resolveConfig(raw: unknown, file: string): Promise<Resolve
           : `expected an array of jobs, ${got(raw.jobs)}`,
     });
   } else {
-    const entries = await loadJobModules(raw.jobs, file, problems);
+    const entries =
+      loaded?.entries ??
+      raw.jobs.map((entry, index) => {
+        if (typeof entry !== 'string') return entry;
+        problems.push({
+          file,
+          job: `jobs[${index}]`,
+          value: entry,
+          message: 'expected a job object ({ name, schedule, run }); module paths work in a config file only',
+        });
+        return undefined;
+      });
     const firstIndexOfName = new Map<string, number>();
     entries.forEach((entry, index) => {
       if (entry === undefined && typeof (raw.jobs as unknown[])[index] === 'string') return;
