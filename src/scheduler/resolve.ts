@@ -347,7 +347,7 @@ export function resolveConfigSync(
   file: string,
   loaded?: { entries: unknown[]; problems: ConfigProblem[] },
 ): ResolvedConfig {
-  const problems: ConfigProblem[] = loaded?.problems ?? [];
+  const problems: ConfigProblem[] = [];
   const report: Report = (problem) => problems.push({ file, ...problem });
   if (!isPlainObject(raw)) {
     throw new ConfigError({
@@ -404,6 +404,8 @@ export function resolveConfigSync(
           : `expected an array of jobs, ${got(raw.jobs)}`,
     });
   } else {
+    // Problems loading job modules come where the jobs are checked, in the order of the file.
+    if (loaded !== undefined) problems.push(...loaded.problems);
     const entries =
       loaded?.entries ??
       raw.jobs.map((entry, index) => {
