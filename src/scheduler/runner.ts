@@ -110,6 +110,12 @@ export class JobRunner {
     return this.#events.on(listener);
   }
 
+  /** The error for a job name the config does not define, with a suggestion. */
+  unknownJob(name: string): UnknownJobError {
+    const known = this.#config.jobs.map((candidate) => candidate.name);
+    return new UnknownJobError(name, known, this.#config.filepath);
+  }
+
   /** This instance's view of the store's clock. */
   get clock(): StoreClock {
     return this.#clock;
@@ -176,9 +182,25 @@ export class JobRunner {
    * `config.shutdownGraceMs` to finish, then their signals abort (`ShutdownError`) and their leases
    * are released as they settle. Resolves when done (idempotent).
    */
-  stop(): Promise<void> {
-    this.#stopped ??= this.#stop();
+  stop(options: { graceMs?: number } = {}): Promise<void> {
+    this.#stopped ??= this.#stop(options.graceMs ?? this.#config.shutdownGraceMs);
     return this.#stopped;
+  }
+
+  /**
+   * Runs `name` now through its full pipeline, as `resil jobs run` does (a manual run: no
+   * deadline; skipped as `overlap` while another occurrence holds its lease), tracked like any
+   * fire, so `stop()` waits for it. Any job of the config, scheduled here or not.
+   */
+  trigger(name: string): Promise<FireResult> {
+    if (this.#state === 'stopping') {
+      return Promise.reject(new Error(`trigger("${name}") after stop(): the scheduler is stopped.`));
+    }
+    const job = this.#config.jobs.find((candidate) => candidate.name === name);
+    if (job === undefined) return Promise.reject(this.unknownJob(name));
+    const scheduled = this.#jobs.find((candidate) => candidate.firer.job === job);
+    const firer = scheduled?.firer ?? new JobFirer(job, this.#environment);
+    return this.#track(firer, Math.round(this.#clock.now()), { kind: 'manual' });
   }
 
   /** @internal Resolves when no fire is in progress (tests). */
@@ -186,7 +208,7 @@ export class JobRunner {
     while (this.#inFlight.size > 0) await Promise.allSettled([...this.#inFlight].map((fire) => fire.done));
   }
 
-  async #stop(): Promise<void> {
+  async #stop(graceMs: number): Promise<void> {
     const wasRunning = this.#state === 'running';
     this.#state = 'stopping';
     for (const scheduled of this.#jobs) scheduled.cron?.stop();
@@ -197,7 +219,6 @@ export class JobRunner {
       'The job runner is stopping: the fire was dropped before the job started.',
     );
     for (const fire of this.#inFlight) if (!fire.started) fire.controller.abort(notStarted);
-    const graceMs = this.#config.shutdownGraceMs;
     const running = [...this.#inFlight].filter((fire) => fire.started).length;
     this.#logger.info({ running, graceMs }, 'stopping: no new fires, waiting for running jobs');
     if (!(await this.#settle(graceMs))) {
@@ -271,7 +292,7 @@ export class JobRunner {
     );
   }
 
-  #track(firer: JobFirer, scheduledAt: number, options: FireOptions): void {
+  #track(firer: JobFirer, scheduledAt: number, options: FireOptions): Promise<FireResult> {
     const fire: InFlightFire = {
       job: firer.job.name,
       scheduledAt,
@@ -283,6 +304,7 @@ export class JobRunner {
       .fire(scheduledAt, { ...options, signal: fire.controller.signal, onStart: () => (fire.started = true) })
       .finally(() => this.#inFlight.delete(fire));
     this.#inFlight.add(fire);
+    return fire.done;
   }
 
   async #catchUp(scheduled: ScheduledJob): Promise<void> {

@@ -1,0 +1,25 @@
+export { ConfigError, type ConfigProblem, isConfigError } from './config-error.ts';
+export { isShutdownError, isUnknownJobError, ShutdownError, UnknownJobError } from './errors.ts';
+export { logSchedulerEvents } from './event-log.ts';
+export type {
+  FinishedEvent,
+  FinishFailedEvent,
+  FireKind,
+  LockLostEvent,
+  OccurrenceEventBase,
+  RetryingEvent,
+  SchedulerEvent,
+  SchedulerListener,
+  SkippedEvent,
+  StartedEvent,
+  StoreErrorEvent,
+  TimedOutEvent,
+} from './events.ts';
+export type { FireResult, SchedulerLogger, SkipReason } from './fire.ts';
+export type { JobContext, JobDefinition, JobLockOptions, JobLogger, ResilConfig } from './job.ts';
+export {
+  createScheduler,
+  type Scheduler,
+  type SchedulerOptions,
+  type TriggerResult,
+} from './scheduler.ts';

@@ -1,0 +1,111 @@
+import type { TimeProvider } from '../pipeline/time.ts';
+import { MemoryLockStore } from '../strategies/lock/memory-store.ts';
+import type { SchedulerListener } from './events.ts';
+import type { FireResult, SchedulerLogger } from './fire.ts';
+import type { ResilConfig, ResolvedConfig } from './job.ts';
+import { JobSchedule } from './occurrence.ts';
+import { resolveConfigSync } from './resolve.ts';
+import { JobRunner } from './runner.ts';
+
+export interface SchedulerOptions extends ResilConfig {
+  /** The clock of every timer and lease judgement. Defaults to the system clock. */
+  timeProvider?: TimeProvider;
+  /**
+   * Where the scheduler's own lines go (start, stop, clock offsets), and the base of each job's
+   * `ctx.logger`. Defaults to none: subscribe with `on()` instead (a pino logger fits as it is).
+   */
+  logger?: SchedulerLogger;
+  /** Only these jobs (by name) are scheduled, even if disabled. Defaults to every enabled job. */
+  only?: string[];
+}
+
+/** What `trigger()` resolves to. */
+export type TriggerResult = FireResult;
+
+/** The scheduler behind `resil run`, to embed in your own process. */
+export interface Scheduler {
+  /** Learns the store's clock, schedules the jobs and starts catch-up runs. Once only. */
+  start(): Promise<void>;
+  /**
+   * No new fires; running jobs get `graceMs` (default: the config's `shutdownGrace`, 30 s) to
+   * finish, then their signals abort and their leases are released. Idempotent.
+   */
+  stop(options?: { graceMs?: number }): Promise<void>;
+  /** Runs a job now through its full pipeline, like `resil jobs run`. */
+  trigger(name: string): Promise<TriggerResult>;
+  /** The next `count` instants of the job's schedule (default 5), after now by the scheduler's clock. */
+  nextRuns(name: string, count?: number): Date[];
+  /** Subscribes to every event (`started`, `succeeded`, `failed`, `skipped`, ...); returns the unsubscribe. */
+  on(listener: SchedulerListener): () => void;
+}
+
+const silentLogger: SchedulerLogger = {
+  debug() {},
+  info() {},
+  warn() {},
+  error() {},
+  child: () => silentLogger,
+};
+
+/** The name `ConfigError`s from `createScheduler()` give as their file. */
+const optionsFile = 'createScheduler() options';
+
+/**
+ * Creates a scheduler for `options` (a config from `defineConfig()` plus `timeProvider`,
+ * `logger`, `only`), validated as a config file is: bad input throws a `ConfigError` that lists
+ * every problem (unknown option, bad cron, bad duration, duplicate job name, ...).
+ *
+ * @example
+ * import { createScheduler } from 'resil/scheduler';
+ * const scheduler = createScheduler({ store, jobs: [nightlyReport] });
+ * scheduler.on((event) => { if (event.type === 'failed') alert(event.job, event.error); });
+ * await scheduler.start();
+ * process.once('SIGTERM', () => void scheduler.stop({ graceMs: 30_000 }));
+ */
+export function createScheduler(options: SchedulerOptions): Scheduler {
+  const { timeProvider, logger, only, ...config } = options;
+  // The default store judges leases on the scheduler's clock, fake or not.
+  if (config.store === undefined && timeProvider !== undefined) {
+    config.store = new MemoryLockStore({ timeProvider });
+  }
+  const resolved: ResolvedConfig = resolveConfigSync(config, optionsFile);
+  const runner = new JobRunner({
+    config: resolved,
+    logger: logger ?? silentLogger,
+    jobs: only,
+    timeProvider,
+  });
+  const schedules = new Map<string, JobSchedule>();
+  let started = false;
+  return {
+    async start() {
+      if (started) throw new Error('scheduler.start() was called twice: a scheduler starts once.');
+      started = true;
+      await runner.start();
+    },
+    stop: (stopOptions) => runner.stop(stopOptions),
+    trigger: (name) => runner.trigger(name),
+    nextRuns(name, count = 5) {
+      const job = resolved.jobs.find((candidate) => candidate.name === name);
+      if (job === undefined) throw runner.unknownJob(name);
+      if (!(Number.isInteger(count) && count >= 0)) {
+        throw new RangeError(`nextRuns("${name}", count): count must be a whole number >= 0, got ${count}`);
+      }
+      let schedule = schedules.get(name);
+      if (schedule === undefined) {
+        schedule = new JobSchedule(job);
+        schedules.set(name, schedule);
+      }
+      const instants: Date[] = [];
+      let cursor = runner.clock.now();
+      while (instants.length < count) {
+        const next = schedule.nextAfter(cursor);
+        if (next === undefined) break;
+        instants.push(new Date(next));
+        cursor = next;
+      }
+      return instants;
+    },
+    on: (listener) => runner.on(listener),
+  };
+}
