@@ -1,13 +1,13 @@
 /** PostgresLockStore defaults. A test pins each of them. */
 export const postgresLockStoreDefaults = {
-  /** Base name of the store's tables: `resil_locks`, `resil_locks_runs`, ... */
+  /** Base name of the store's tables and functions: `resil_locks`, `resil_locks_occurrences`, ... */
   table: 'resil_locks',
   createTable: true,
   /** Bound on one store operation, connecting included. */
   timeout: 5_000,
-  /** How long a completed occurrence is remembered (7 days). */
+  /** How long the run ledger keeps an occurrence, by its instant (7 days): trimmed on finish. */
   retentionMs: 7 * 86_400_000,
-  /** How many runs per job the history keeps. */
+  /** How many occurrences `runHistory` returns unless told otherwise. */
   historyLimit: 20,
 } as const;
 

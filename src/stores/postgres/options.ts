@@ -3,9 +3,9 @@ import type { Duration } from '../../pipeline/duration.ts';
 /** Where the store's tables live. The fencing helpers take the same two options. */
 export interface PostgresTableOptions {
   /**
-   * Base name of the tables. The store uses `<table>` (leases), `<table>_ledger`,
-   * `<table>_runs`, `<table>_completed` (run ledger) and `<table>_fences` (fencing helper).
-   * Any name up to 50 bytes; it is always quoted, so it is case-sensitive.
+   * Base name of the tables. The store uses `<table>` (leases), `<table>_occurrences` with the
+   * functions `<table>_claim`, `<table>_renew`, `<table>_finish` (run ledger) and `<table>_fences`
+   * (fencing helper). Any name up to 50 bytes; it is always quoted, so it is case-sensitive.
    * Defaults to `'resil_locks'`.
    */
   table?: string;

@@ -2,22 +2,26 @@ import { InvalidOptionError } from '../../pipeline/errors.ts';
 import { maxIdentifierBytes, postgresLockStoreDefaults } from './defaults.ts';
 import type { PostgresTableOptions } from './options.ts';
 
-/** The quoted, schema-qualified names of the store's tables, ready to put into SQL. */
+/** The quoted, schema-qualified names of the store's tables and functions, ready to put into SQL. */
 export interface PostgresTables {
   readonly leases: string;
-  readonly ledger: string;
-  readonly runs: string;
-  readonly completed: string;
+  /** The run ledger: one row per occurrence `(key, job, scheduled_at)`. */
+  readonly occurrences: string;
   readonly fences: string;
   /** Unqualified: an index is created in its table's schema. */
-  readonly runsIndex: string;
+  readonly queueIndex: string;
+  /** The run ledger's functions: each operation is one call of one of them. */
+  readonly claim: string;
+  readonly renew: string;
+  readonly finish: string;
   /** Serializes concurrent set-ups of these tables (`pg_advisory_xact_lock` key). */
   readonly setupLockKey: string;
 }
 
-// The longest name derived from `table`; keeping it within the limit keeps every name distinct.
-const longestSuffix = '_runs_job_idx';
-const maxTableBytes = maxIdentifierBytes - longestSuffix.length;
+// Every name derived from `table` adds at most 13 bytes (`_occurrences` is the longest), so a
+// table of up to 50 bytes keeps every name within PostgreSQL's limit, and distinct.
+const maxSuffixBytes = 13;
+const maxTableBytes = maxIdentifierBytes - maxSuffixBytes;
 const utf8 = new TextEncoder();
 
 function checkIdentifier(option: string, value: unknown, maxBytes: number): string {
@@ -37,7 +41,7 @@ function quoteIdentifier(name: string): string {
   return `"${name.replaceAll('"', '""')}"`;
 }
 
-/** Validates the table options and derives every table's quoted name. */
+/** Validates the table options and derives every table's and function's quoted name. */
 export function resolveTables(options: PostgresTableOptions = {}): PostgresTables {
   const table = checkIdentifier('table', options.table ?? postgresLockStoreDefaults.table, maxTableBytes);
   const schema =
@@ -46,11 +50,12 @@ export function resolveTables(options: PostgresTableOptions = {}): PostgresTable
     schema === undefined ? quoteIdentifier(name) : `${quoteIdentifier(schema)}.${quoteIdentifier(name)}`;
   return {
     leases: qualify(table),
-    ledger: qualify(`${table}_ledger`),
-    runs: qualify(`${table}_runs`),
-    completed: qualify(`${table}_completed`),
+    occurrences: qualify(`${table}_occurrences`),
     fences: qualify(`${table}_fences`),
-    runsIndex: quoteIdentifier(`${table}${longestSuffix}`),
+    queueIndex: quoteIdentifier(`${table}_queue_idx`),
+    claim: qualify(`${table}_claim`),
+    renew: qualify(`${table}_renew`),
+    finish: qualify(`${table}_finish`),
     setupLockKey: String(setupLockKey(`${schema ?? ''}.${table}`)),
   };
 }
@@ -64,40 +69,417 @@ function setupLockKey(name: string): bigint {
   return BigInt.asIntN(63, hash);
 }
 
+/**
+ * Dollar-quotes a function body with a tag that does not occur in it (the body contains the
+ * table names, which may contain anything but NUL), so nothing in a name can end the body early.
+ */
+function dollarQuote(body: string): string {
+  let tag = '$resil$';
+  for (let n = 1; `${body}${tag}`.indexOf(tag) !== body.length; n++) tag = `$resil_${n}$`;
+  return `${tag}${body}${tag}`;
+}
+
+/** A SQL string literal (standard_conforming_strings, the default since PostgreSQL 9.1). */
+const literal = (text: string) => `'${text.replaceAll("'", "''")}'`;
+
+// The failure messages the ledger records for an occurrence it gives up, as MemoryLockStore's.
+const abandonedMessage = literal(
+  'abandoned: its holder stopped renewing the lease and no instance took it over before the deadline',
+);
+const cancelledMessage = literal('cancelled: a newer occurrence replaced it (overlap: cancel-other)');
+
+/** timestamptz to epoch ms (float8), rounded to the microsecond so whole milliseconds come back whole. */
+export const toMs = (value: string) => `round((extract(epoch FROM ${value}) * 1000)::numeric, 3)::float8`;
+
+// The functions of the run ledger. Each call is one statement in autocommit: it locks the key's
+// lease row first (claims of one key, renewals and finishes serialize there), then reads the clock
+// once with clock_timestamp(), so a call that waited for the lock judges expiry and deadlines at
+// the instant it decides. They follow MemoryLockStore's decisions step by step.
+function claimFunction(t: PostgresTables): string {
+  const body = `
+DECLARE
+  v_at timestamptz := to_timestamp(p_at_ms / 1000);
+  v_per boolean := p_overlap = 'allow-all';
+  v_ttl interval := p_ttl_ms * interval '1 millisecond';
+  v_grace interval := p_deadline_ms * interval '1 millisecond';
+  v_deadline timestamptz := v_at + v_grace;
+  v_now timestamptz;
+  v_lease ${t.leases}%ROWTYPE;
+  v_live boolean;
+  v_entry ${t.occurrences}%ROWTYPE;
+  v_found boolean;
+  v_other ${t.occurrences}%ROWTYPE;
+  v_held boolean := false;
+  v_holder timestamptz;
+  v_holder_expires timestamptz;
+  v_abandoned_at timestamptz;
+  v_head timestamptz;
+  v_pick timestamptz;
+  v_pick_takeover boolean := false;
+  v_enqueue boolean := false;
+  v_skip text;
+  v_token bigint;
+BEGIN
+  -- The key's row, locked: a new key's first token is the clock in microseconds, as acquire's.
+  LOOP
+    INSERT INTO ${t.leases} (key, owner, token, expires_at)
+    VALUES (p_key, NULL, floor(extract(epoch FROM clock_timestamp()) * 1000000)::bigint - 1, NULL)
+    ON CONFLICT (key) DO NOTHING;
+    SELECT * INTO v_lease FROM ${t.leases} WHERE key = p_key FOR UPDATE;
+    EXIT WHEN FOUND;
+  END LOOP;
+  v_now := clock_timestamp();
+  v_live := v_lease.owner IS NOT NULL AND v_lease.expires_at > v_now;
+  SELECT * INTO v_entry FROM ${t.occurrences}
+  WHERE key = p_key AND job = p_job AND scheduled_at = v_at;
+  v_found := FOUND;
+
+  <<decide>>
+  BEGIN
+    IF p_manual THEN
+      IF NOT v_per AND v_live THEN
+        status := 'skipped';
+        skip_reason := 'overlap';
+        RETURN;
+      END IF;
+      v_pick := v_at;
+      EXIT decide;
+    END IF;
+    IF v_now < v_at THEN
+      status := 'wait';
+      retry_at := p_at_ms;
+      running_elsewhere := false;
+      RETURN;
+    END IF;
+    IF v_found AND v_entry.state IN ('success', 'failure', 'skipped') THEN
+      status := 'skipped';
+      skip_reason := 'already-done';
+      RETURN;
+    END IF;
+
+    -- Who holds the lease this occurrence needs: its own (allow-all), or the key's. v_holder is
+    -- NULL when the key is held by a plain acquire or by another job.
+    IF v_per THEN
+      IF v_found AND v_entry.state = 'running' AND v_entry.expires_at > v_now THEN
+        v_held := true;
+        v_holder := v_at;
+        v_holder_expires := v_entry.expires_at;
+      END IF;
+    ELSIF v_live THEN
+      v_held := true;
+      v_holder_expires := v_lease.expires_at;
+      IF v_lease.current_job = p_job THEN
+        v_holder := v_lease.current_at;
+      END IF;
+    END IF;
+    IF v_held AND v_holder = v_at THEN
+      status := 'wait';
+      retry_at := ${toMs('v_holder_expires')};
+      running_elsewhere := true;
+      RETURN;
+    END IF;
+    IF v_held THEN
+      IF v_now > v_deadline THEN
+        v_skip := 'missed';
+      ELSE
+        v_enqueue := NOT (v_found AND v_entry.state = 'queued');
+      END IF;
+      EXIT decide;
+    END IF;
+
+    IF (NOT v_found OR v_entry.state = 'queued') AND v_now > v_deadline THEN
+      v_skip := 'missed';
+      EXIT decide;
+    END IF;
+
+    -- The lease is free: it goes to the oldest occurrence still allowed to start. First the one
+    -- whose holder stopped renewing, within the takeover window (else it is failed).
+    IF v_per THEN
+      v_abandoned_at := v_at;
+    ELSIF v_lease.current_job = p_job THEN
+      v_abandoned_at := v_lease.current_at;
+    END IF;
+    IF v_abandoned_at IS NOT NULL THEN
+      SELECT * INTO v_other FROM ${t.occurrences}
+      WHERE key = p_key AND job = p_job AND scheduled_at = v_abandoned_at;
+      IF FOUND AND v_other.state = 'running' THEN
+        IF NOT v_other.cancelled AND v_now <= v_other.expires_at + v_grace THEN
+          v_pick := v_abandoned_at;
+          v_pick_takeover := true;
+        ELSE
+          UPDATE ${t.occurrences}
+          SET state = 'failure', ended_at = v_now, owner = NULL, expires_at = NULL, cancelled = false,
+            error = CASE WHEN cancelled THEN ${cancelledMessage}
+              ELSE ${abandonedMessage} END
+          WHERE key = p_key AND job = p_job AND scheduled_at = v_abandoned_at;
+        END IF;
+      END IF;
+    END IF;
+
+    -- Then the oldest queued one within its deadline; the queued ones before it missed theirs.
+    IF NOT v_per THEN
+      SELECT min(scheduled_at) INTO v_head FROM ${t.occurrences}
+      WHERE key = p_key AND job = p_job AND deadline IS NOT NULL AND state = 'queued'
+        AND v_now <= deadline;
+      UPDATE ${t.occurrences}
+      SET deadline = NULL,
+        reason = CASE WHEN state = 'queued' THEN 'missed' ELSE reason END,
+        ended_at = CASE WHEN state = 'queued' THEN v_now ELSE ended_at END,
+        state = CASE WHEN state = 'queued' THEN 'skipped' ELSE state END
+      WHERE key = p_key AND job = p_job AND deadline IS NOT NULL
+        AND (v_head IS NULL OR scheduled_at < v_head);
+      IF v_head IS NOT NULL AND (v_pick IS NULL OR v_head < v_pick) THEN
+        v_pick := v_head;
+        v_pick_takeover := false;
+      END IF;
+    END IF;
+
+    -- Then the requested one itself.
+    SELECT * INTO v_entry FROM ${t.occurrences}
+    WHERE key = p_key AND job = p_job AND scheduled_at = v_at;
+    v_found := FOUND;
+    IF NOT v_found OR v_entry.state = 'queued' THEN
+      IF v_pick IS NULL OR v_at < v_pick THEN
+        v_pick := v_at;
+        v_pick_takeover := false;
+      END IF;
+    ELSIF v_entry.state IN ('success', 'failure', 'skipped') AND v_pick IS NULL THEN
+      status := 'skipped';
+      skip_reason := 'already-done';
+      RETURN;
+    END IF;
+
+    -- Left: the requested occurrence is running, but no longer as the key's current one (a plain
+    -- acquire, or another job, took the key after its lease expired). Judge its own lease.
+    IF v_pick IS NULL THEN
+      IF v_entry.expires_at > v_now THEN
+        status := 'wait';
+        retry_at := ${toMs('v_entry.expires_at')};
+        running_elsewhere := true;
+        RETURN;
+      ELSIF NOT v_entry.cancelled AND v_now <= v_entry.expires_at + v_grace THEN
+        v_pick := v_at;
+        v_pick_takeover := true;
+      ELSE
+        UPDATE ${t.occurrences}
+        SET state = 'failure', ended_at = v_now, owner = NULL, expires_at = NULL, cancelled = false,
+          error = CASE WHEN cancelled THEN ${cancelledMessage}
+            ELSE ${abandonedMessage} END
+        WHERE key = p_key AND job = p_job AND scheduled_at = v_at;
+        status := 'skipped';
+        skip_reason := 'already-done';
+        RETURN;
+      END IF;
+    END IF;
+    -- Its own occurrence meets the one it was handed as it would meet any running occurrence.
+    v_enqueue := v_pick <> v_at AND NOT v_found;
+  END decide;
+
+  IF v_pick IS NOT NULL THEN
+    UPDATE ${t.leases}
+    SET token = token + 1,
+      owner = CASE WHEN v_per THEN owner ELSE p_owner END,
+      expires_at = CASE WHEN v_per THEN expires_at ELSE v_now + v_ttl END,
+      current_job = CASE WHEN v_per THEN current_job ELSE p_job END,
+      current_at = CASE WHEN v_per THEN current_at ELSE v_pick END
+    WHERE key = p_key
+    RETURNING token INTO v_token;
+    INSERT INTO ${t.occurrences} AS occurrence
+      (key, job, scheduled_at, state, token, owner, instance, started_at, expires_at, takeovers)
+    VALUES (p_key, p_job, v_pick, 'running', v_token, p_owner, p_instance, v_now, v_now + v_ttl,
+      CASE WHEN v_pick_takeover THEN 1 ELSE 0 END)
+    ON CONFLICT (key, job, scheduled_at) DO UPDATE
+    SET state = 'running', reason = NULL, token = EXCLUDED.token, owner = EXCLUDED.owner,
+      instance = EXCLUDED.instance, started_at = EXCLUDED.started_at, ended_at = NULL,
+      expires_at = EXCLUDED.expires_at, cancelled = false, deadline = NULL,
+      takeovers = occurrence.takeovers + EXCLUDED.takeovers, error = NULL;
+  END IF;
+
+  -- Queue the requested occurrence behind the running one, unless the policy says skip.
+  IF v_enqueue THEN
+    IF p_overlap = 'skip' OR (p_overlap = 'buffer-one' AND EXISTS (
+      SELECT 1 FROM ${t.occurrences}
+      WHERE key = p_key AND job = p_job AND deadline IS NOT NULL AND scheduled_at <> v_at
+        AND v_now <= deadline AND state = 'queued'
+    )) THEN
+      v_skip := 'overlap';
+    ELSE
+      INSERT INTO ${t.occurrences} (key, job, scheduled_at, state, instance, deadline)
+      VALUES (p_key, p_job, v_at, 'queued', p_instance, v_deadline)
+      ON CONFLICT (key, job, scheduled_at) DO UPDATE
+      SET state = 'queued', reason = NULL, token = NULL, owner = NULL, instance = EXCLUDED.instance,
+        started_at = NULL, ended_at = NULL, expires_at = NULL, cancelled = false,
+        deadline = EXCLUDED.deadline, takeovers = 0, error = NULL;
+    END IF;
+  END IF;
+
+  IF v_skip IS NOT NULL THEN
+    INSERT INTO ${t.occurrences} (key, job, scheduled_at, state, reason, instance, ended_at)
+    VALUES (p_key, p_job, v_at, 'skipped', v_skip, p_instance, v_now)
+    ON CONFLICT (key, job, scheduled_at) DO UPDATE
+    SET state = 'skipped', reason = EXCLUDED.reason, token = NULL, owner = NULL,
+      instance = EXCLUDED.instance, started_at = NULL, ended_at = EXCLUDED.ended_at, expires_at = NULL,
+      cancelled = false, deadline = NULL, takeovers = 0, error = NULL;
+  END IF;
+
+  IF v_pick IS NOT NULL THEN
+    status := 'granted';
+    lease_at := CASE WHEN v_pick = v_at THEN p_at_ms ELSE ${toMs('v_pick')} END;
+    lease_token := v_token;
+    takeover := v_pick_takeover;
+  ELSIF v_skip IS NOT NULL THEN
+    status := 'skipped';
+    skip_reason := v_skip;
+  ELSE
+    -- Queued behind the holder; cancel-other marks the holder, refused at its next renewal.
+    IF p_overlap = 'cancel-other' AND v_holder IS NOT NULL THEN
+      UPDATE ${t.occurrences} SET cancelled = true
+      WHERE key = p_key AND job = p_job AND scheduled_at = v_holder;
+    END IF;
+    status := 'wait';
+    retry_at := ${toMs('v_holder_expires')};
+    running_elsewhere := false;
+  END IF;
+END
+`;
+  return `CREATE OR REPLACE FUNCTION ${t.claim}(
+  p_key text, p_job text, p_at_ms float8, p_owner text, p_instance text, p_ttl_ms float8,
+  p_overlap text, p_deadline_ms float8, p_manual boolean,
+  OUT status text, OUT retry_at float8, OUT running_elsewhere boolean, OUT skip_reason text,
+  OUT lease_at float8, OUT lease_token bigint, OUT takeover boolean
+) LANGUAGE plpgsql AS ${dollarQuote(body)}`;
+}
+
+/** Frees the holder's lease, as MemoryLockStore's #releaseOccurrence (needs v_entry, v_now, v_at). */
+function releaseOccurrence(t: PostgresTables, indent: string): string {
+  return `UPDATE ${t.occurrences} SET expires_at = v_now
+WHERE key = p_key AND job = p_job AND scheduled_at = v_at;
+IF p_overlap <> 'allow-all' THEN
+  UPDATE ${t.leases}
+  SET owner = NULL, expires_at = NULL,
+    current_job = CASE WHEN current_job = p_job AND current_at = v_at THEN NULL ELSE current_job END,
+    current_at = CASE WHEN current_job = p_job AND current_at = v_at THEN NULL ELSE current_at END
+  WHERE key = p_key AND owner = p_owner;
+END IF;`
+    .split('\n')
+    .map((line) => `${indent}${line}`)
+    .join('\n');
+}
+
+function renewFunction(t: PostgresTables): string {
+  const body = `
+DECLARE
+  v_at timestamptz := to_timestamp(p_at_ms / 1000);
+  v_now timestamptz;
+  v_entry ${t.occurrences}%ROWTYPE;
+BEGIN
+  PERFORM 1 FROM ${t.leases} WHERE key = p_key FOR UPDATE;
+  v_now := clock_timestamp();
+  SELECT * INTO v_entry FROM ${t.occurrences}
+  WHERE key = p_key AND job = p_job AND scheduled_at = v_at;
+  IF NOT FOUND OR v_entry.state <> 'running' OR v_entry.owner IS DISTINCT FROM p_owner
+    OR NOT (v_entry.expires_at > v_now) THEN
+    RETURN false;
+  END IF;
+  IF v_entry.cancelled THEN
+${releaseOccurrence(t, '    ')}
+    RETURN false;
+  END IF;
+  UPDATE ${t.occurrences} SET expires_at = v_now + p_ttl_ms * interval '1 millisecond'
+  WHERE key = p_key AND job = p_job AND scheduled_at = v_at;
+  IF p_overlap <> 'allow-all' THEN
+    UPDATE ${t.leases} SET expires_at = v_now + p_ttl_ms * interval '1 millisecond'
+    WHERE key = p_key AND owner = p_owner;
+  END IF;
+  RETURN true;
+END
+`;
+  return `CREATE OR REPLACE FUNCTION ${t.renew}(
+  p_key text, p_job text, p_at_ms float8, p_owner text, p_ttl_ms float8, p_overlap text
+) RETURNS boolean LANGUAGE plpgsql AS ${dollarQuote(body)}`;
+}
+
+// Returns NULL when the end was recorded, else the occurrence's higher token (nothing was written
+// but the release of the holder's lease).
+function finishFunction(t: PostgresTables): string {
+  const body = `
+DECLARE
+  v_at timestamptz := to_timestamp(p_at_ms / 1000);
+  v_now timestamptz;
+  v_entry ${t.occurrences}%ROWTYPE;
+  v_found boolean;
+BEGIN
+  PERFORM 1 FROM ${t.leases} WHERE key = p_key FOR UPDATE;
+  v_now := clock_timestamp();
+  SELECT * INTO v_entry FROM ${t.occurrences}
+  WHERE key = p_key AND job = p_job AND scheduled_at = v_at;
+  v_found := FOUND;
+  IF v_found AND v_entry.owner = p_owner THEN
+${releaseOccurrence(t, '    ')}
+  END IF;
+  IF v_found AND v_entry.token > p_token THEN
+    RETURN v_entry.token;
+  END IF;
+  INSERT INTO ${t.occurrences} AS occurrence (key, job, scheduled_at, state, ended_at, error)
+  VALUES (p_key, p_job, v_at, p_outcome, v_now,
+    CASE WHEN v_found AND v_entry.cancelled AND p_outcome = 'failure'
+      THEN ${cancelledMessage} ELSE p_error END)
+  ON CONFLICT (key, job, scheduled_at) DO UPDATE
+  SET state = EXCLUDED.state, ended_at = EXCLUDED.ended_at,
+    error = coalesce(EXCLUDED.error, occurrence.error), owner = NULL, expires_at = NULL,
+    cancelled = false;
+  -- Retention (by scheduled_at; running ones stay), then the job's record limit. The retention is
+  -- capped at 1e14 ms (3 000 years) so that the cut-off stays a valid timestamp.
+  DELETE FROM ${t.occurrences}
+  WHERE key = p_key AND job = p_job AND state <> 'running'
+    AND scheduled_at < v_now - least(p_retention_ms, 1e14) * interval '1 millisecond';
+  DELETE FROM ${t.occurrences}
+  WHERE key = p_key AND job = p_job AND scheduled_at <= (
+    SELECT scheduled_at FROM ${t.occurrences} WHERE key = p_key AND job = p_job
+    ORDER BY scheduled_at DESC OFFSET p_record_limit LIMIT 1
+  );
+  RETURN NULL;
+END
+`;
+  return `CREATE OR REPLACE FUNCTION ${t.finish}(
+  p_key text, p_job text, p_at_ms float8, p_owner text, p_token bigint, p_overlap text,
+  p_outcome text, p_error text, p_retention_ms float8, p_record_limit integer
+) RETURNS bigint LANGUAGE plpgsql AS ${dollarQuote(body)}`;
+}
+
 function createStatements(tables: PostgresTables): string[] {
   return [
     `CREATE TABLE IF NOT EXISTS ${tables.leases} (
   key text PRIMARY KEY,
   owner text,
   token bigint NOT NULL,
-  expires_at timestamptz
+  expires_at timestamptz,
+  current_job text,
+  current_at timestamptz
 )`,
-    `CREATE TABLE IF NOT EXISTS ${tables.ledger} (
-  job text PRIMARY KEY,
-  highest_token bigint NOT NULL,
-  updated_at timestamptz NOT NULL DEFAULT now()
-)`,
-    `CREATE TABLE IF NOT EXISTS ${tables.runs} (
-  id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    `CREATE TABLE IF NOT EXISTS ${tables.occurrences} (
+  key text NOT NULL,
   job text NOT NULL,
   scheduled_at timestamptz NOT NULL,
-  outcome text NOT NULL CHECK (outcome IN ('success', 'failure')),
-  token bigint NOT NULL,
-  instance text NOT NULL,
-  started_at timestamptz NOT NULL,
-  ended_at timestamptz NOT NULL,
+  state text NOT NULL CHECK (state IN ('queued', 'running', 'success', 'failure', 'skipped')),
+  reason text CHECK (reason IN ('overlap', 'missed')),
+  token bigint,
+  owner text,
+  instance text,
+  started_at timestamptz,
+  ended_at timestamptz,
+  expires_at timestamptz,
+  cancelled boolean NOT NULL DEFAULT false,
+  deadline timestamptz,
+  takeovers integer NOT NULL DEFAULT 0,
   error text,
-  recorded_at timestamptz NOT NULL DEFAULT now()
+  PRIMARY KEY (key, job, scheduled_at)
 )`,
-    `CREATE INDEX IF NOT EXISTS ${tables.runsIndex} ON ${tables.runs} (job, id DESC)`,
-    `CREATE TABLE IF NOT EXISTS ${tables.completed} (
-  job text NOT NULL,
-  scheduled_at timestamptz NOT NULL,
-  token bigint NOT NULL,
-  completed_at timestamptz NOT NULL DEFAULT now(),
-  expires_at timestamptz NOT NULL,
-  PRIMARY KEY (job, scheduled_at)
-)`,
+    `CREATE INDEX IF NOT EXISTS ${tables.queueIndex} ON ${tables.occurrences} (key, job, scheduled_at)
+  WHERE deadline IS NOT NULL`,
+    claimFunction(tables),
+    renewFunction(tables),
+    finishFunction(tables),
     `CREATE TABLE IF NOT EXISTS ${tables.fences} (
   resource text PRIMARY KEY,
   token bigint NOT NULL,
@@ -107,8 +489,8 @@ function createStatements(tables: PostgresTables): string[] {
 }
 
 /**
- * The SQL that creates the store's tables (and the fence table of the fencing helpers), for
- * running by hand or in a migration when `createTable: false`. Idempotent.
+ * The SQL that creates the store's tables and functions (and the fence table of the fencing
+ * helpers), for running by hand or in a migration when `createTable: false`. Idempotent.
  *
  * @example
  * // in a migration
@@ -122,7 +504,8 @@ export function postgresLockStoreSql(options: PostgresTableOptions = {}): string
  * What the store runs on first use. One simple-protocol query, so PostgreSQL runs it as one
  * transaction, and the advisory lock taken first holds until that transaction ends: two processes
  * starting at once create the tables one after the other instead of racing on the catalog
- * (a bare `CREATE TABLE IF NOT EXISTS` can fail with unique_violation on `pg_type`).
+ * (a bare `CREATE TABLE IF NOT EXISTS` can fail with unique_violation on `pg_type`, and two
+ * concurrent `CREATE OR REPLACE FUNCTION` with "tuple concurrently updated").
  */
 export function setupSql(tables: PostgresTables): string {
   return [`SELECT pg_advisory_xact_lock(${tables.setupLockKey})`, ...createStatements(tables)].join(';\n');

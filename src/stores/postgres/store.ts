@@ -2,29 +2,38 @@ import type { Pool, QueryResult, QueryResultRow } from 'pg';
 import { parseDuration } from '../../pipeline/duration.ts';
 import { InvalidOptionError } from '../../pipeline/errors.ts';
 import { StaleTokenError } from '../../strategies/lock/errors.ts';
-import type { RunLedger, RunRecord } from '../../strategies/lock/run-ledger.ts';
+import {
+  type ClaimRequest,
+  type ClaimResult,
+  type LedgerSkipReason,
+  ledgerRecordLimit,
+  type OccurrenceLease,
+  type OverlapPolicy,
+  overlapPolicies,
+  type RunLedger,
+  type RunRecord,
+  type RunResult,
+} from '../../strategies/lock/run-ledger.ts';
 import type { LeaseInfo, LockStore } from '../../strategies/lock/store.ts';
 import { postgresLockStoreDefaults } from './defaults.ts';
 import { storeUnavailable } from './errors.ts';
 import type { PostgresLockStoreOptions } from './options.ts';
-import { type PostgresTables, resolveTables, setupSql } from './schema.ts';
+import { type PostgresTables, resolveTables, setupSql, toMs } from './schema.ts';
 
-/** Epoch ms (a parameter) to timestamptz; exact to the microsecond. */
-const fromMs = (parameter: string) => `to_timestamp(${parameter}::float8 / 1000)`;
-/** timestamptz to epoch ms, rounded to the microsecond so whole milliseconds come back whole. */
-const toMs = (column: string) => `round((extract(epoch FROM ${column}) * 1000)::numeric, 3)::float8`;
 const msInterval = (parameter: string) => `${parameter}::float8 * interval '1 millisecond'`;
 
-// Every statement reads the clock with now(). Each runs alone in autocommit, so now() is the
+// The lease statements read the clock with now(). Each runs alone in autocommit, so now() is the
 // instant the statement started, after the client sent it: expiry is judged by the database's
 // clock, never an instance's, and one statement sees one instant everywhere it asks
 // (clock_timestamp() would move between the expiry check and the new expiry). If the statement
 // waits for a row lock, now() stays at its start: a lease then looks alive a little longer, the
-// safe direction.
+// safe direction. The run ledger's functions read clock_timestamp() once, right after they lock
+// the key's row, and use that one instant throughout.
 function statements(t: PostgresTables) {
   return {
     // A new key's first token is the database clock in microseconds, not 1: if its row is ever
-    // deleted, the next token is still higher than every one issued before.
+    // deleted, the next token is still higher than every one issued before. A plain acquire is
+    // not an occurrence: it clears the key's current occurrence (current_job, current_at).
     //
     // The NOT EXISTS pre-check makes a poll on a held key a pure read: no row lock, no WAL flush
     // at commit. It reads the statement's snapshot, so it may miss a release that just committed
@@ -36,7 +45,8 @@ WHERE NOT EXISTS (
   SELECT 1 FROM ${t.leases} WHERE key = $1::text AND owner IS NOT NULL AND expires_at > now()
 )
 ON CONFLICT (key) DO UPDATE
-  SET owner = EXCLUDED.owner, token = lease.token + 1, expires_at = EXCLUDED.expires_at
+  SET owner = EXCLUDED.owner, token = lease.token + 1, expires_at = EXCLUDED.expires_at,
+    current_job = NULL, current_at = NULL
   WHERE lease.owner IS NULL OR lease.expires_at <= now()
 RETURNING token`,
     renew: `UPDATE ${t.leases} SET expires_at = now() + ${msInterval('$3')}
@@ -46,46 +56,19 @@ WHERE key = $1::text AND owner = $2::text AND expires_at > now()`,
     inspect: `SELECT owner, token, (extract(epoch FROM expires_at) * 1000)::float8 AS expires_at
 FROM ${t.leases} WHERE key = $1::text AND owner IS NOT NULL AND expires_at > now()`,
     now: 'SELECT (extract(epoch FROM now()) * 1000)::float8 AS now',
-    // One statement: the guard raises the job's highest token (row-locked, so concurrent records
-    // of one job serialize) and everything else happens only when it let the record through.
-    // Completed occurrences expire `retentionMs` after their instant; each record also drops the
-    // job's occurrences that are out of its own retention window. The trims cannot see the rows
-    // inserted by the same statement, hence `limit - 1` and the occurrence excluded from the sweep.
-    recordRun: `WITH guard AS (
-  INSERT INTO ${t.ledger} AS ledger (job, highest_token) VALUES ($1::text, $2::bigint)
-  ON CONFLICT (job) DO UPDATE SET highest_token = EXCLUDED.highest_token, updated_at = now()
-    WHERE ledger.highest_token <= EXCLUDED.highest_token
-  RETURNING job
-), run AS (
-  INSERT INTO ${t.runs} (job, scheduled_at, outcome, token, instance, started_at, ended_at, error)
-  SELECT $1::text, ${fromMs('$3')}, $4::text, $2::bigint, $5::text, ${fromMs('$6')}, ${fromMs('$7')}, $8::text
-  FROM guard
-), trim_history AS (
-  DELETE FROM ${t.runs}
-  WHERE job = $1::text AND EXISTS (SELECT 1 FROM guard)
-    AND id NOT IN (SELECT id FROM ${t.runs} WHERE job = $1::text ORDER BY id DESC LIMIT $10::int - 1)
-), complete AS (
-  INSERT INTO ${t.completed} (job, scheduled_at, token, expires_at)
-  SELECT $1::text, ${fromMs('$3')}, $2::bigint, ${fromMs('$3')} + ${msInterval('$9')}
-  FROM guard
-  WHERE $4::text = 'success' AND ${fromMs('$3')} + ${msInterval('$9')} > now()
-  ON CONFLICT (job, scheduled_at) DO UPDATE
-    SET token = EXCLUDED.token, completed_at = now(), expires_at = EXCLUDED.expires_at
-), expire AS (
-  DELETE FROM ${t.completed}
-  WHERE job = $1::text AND (expires_at <= now() OR scheduled_at + ${msInterval('$9')} <= now())
-    AND scheduled_at <> ${fromMs('$3')}
-    AND EXISTS (SELECT 1 FROM guard)
-)
-SELECT (SELECT count(*) FROM guard)::int AS recorded,
-  (SELECT highest_token FROM ${t.ledger} WHERE job = $1::text) AS highest`,
-    isCompleted: `SELECT 1 FROM ${t.completed}
-WHERE job = $1::text AND scheduled_at = ${fromMs('$2')} AND expires_at > now()`,
+    // The run ledger: one function call each (see schema.ts). The claim's decision needs several
+    // reads and writes under the key's row lock, so it runs as PL/pgSQL in the database.
+    claim: `SELECT status, retry_at, running_elsewhere, skip_reason, lease_at, lease_token, takeover
+FROM ${t.claim}($1::text, $2::text, $3::float8, $4::text, $5::text, $6::float8, $7::text, $8::float8, $9::boolean)`,
+    renewOccurrence: `SELECT ${t.renew}($1::text, $2::text, $3::float8, $4::text, $5::float8, $6::text) AS renewed`,
+    finish: `SELECT ${t.finish}($1::text, $2::text, $3::float8, $4::text, $5::bigint, $6::text, $7::text, $8::text,
+  $9::float8, $10::int) AS highest`,
+    runHistory: `SELECT job, ${toMs('scheduled_at')} AS scheduled_at, state, reason, token, instance,
+  ${toMs('started_at')} AS started_at, ${toMs('ended_at')} AS ended_at, error, takeovers
+FROM ${t.occurrences} WHERE key = $1::text AND job = $2::text
+ORDER BY scheduled_at DESC LIMIT $3::int`,
     lastCompleted: `SELECT ${toMs('max(scheduled_at)')} AS last
-FROM ${t.completed} WHERE job = $1::text AND expires_at > now()`,
-    runHistory: `SELECT job, ${toMs('scheduled_at')} AS scheduled_at, outcome, token, instance,
-  ${toMs('started_at')} AS started_at, ${toMs('ended_at')} AS ended_at, error
-FROM ${t.runs} WHERE job = $1::text ORDER BY id DESC LIMIT $2::int`,
+FROM ${t.occurrences} WHERE key = $1::text AND job = $2::text AND state = 'success'`,
   };
 }
 
@@ -95,17 +78,39 @@ FROM ${t.runs} WHERE job = $1::text ORDER BY id DESC LIMIT $2::int`,
 const poolsWithListener = new WeakSet<object>();
 const ignore = () => {};
 
-function checkRecord(record: RunRecord): void {
-  if (record.outcome !== 'success' && record.outcome !== 'failure') {
-    throw new InvalidOptionError('record.outcome', record.outcome, "'success' or 'failure'");
+function checkString(option: string, value: unknown): string {
+  if (typeof value !== 'string') throw new InvalidOptionError(option, value, 'a string');
+  return value;
+}
+
+function checkEpochMs(option: string, value: unknown): number {
+  if (typeof value !== 'number' || !Number.isFinite(value)) {
+    throw new InvalidOptionError(option, value, 'epoch milliseconds');
   }
-  if (!Number.isSafeInteger(record.token)) {
-    throw new InvalidOptionError('record.token', record.token, 'a fencing token (an integer)');
+  return value;
+}
+
+function checkOverlap(option: string, value: unknown): OverlapPolicy {
+  if (!overlapPolicies.includes(value as OverlapPolicy)) {
+    throw new InvalidOptionError(option, value, overlapPolicies.map((policy) => `'${policy}'`).join(', '));
   }
-  for (const field of ['scheduledAt', 'startedAt', 'endedAt'] as const) {
-    if (!Number.isFinite(record[field])) {
-      throw new InvalidOptionError(`record.${field}`, record[field], 'epoch milliseconds');
-    }
+  return value as OverlapPolicy;
+}
+
+const maxDurationMs = Number.MAX_SAFE_INTEGER;
+
+/** The lease fields renewOccurrence and finishOccurrence send to the database. */
+function checkLease(lease: OccurrenceLease): void {
+  if (typeof lease !== 'object' || lease === null) {
+    throw new InvalidOptionError('lease', lease, 'an OccurrenceLease');
+  }
+  checkString('lease.job', lease.job);
+  checkString('lease.key', lease.key);
+  checkString('lease.owner', lease.owner);
+  checkEpochMs('lease.scheduledAt', lease.scheduledAt);
+  checkOverlap('lease.overlap', lease.overlap);
+  if (!Number.isSafeInteger(lease.token)) {
+    throw new InvalidOptionError('lease.token', lease.token, 'a fencing token (an integer)');
   }
 }
 
@@ -122,7 +127,11 @@ function checkCount(option: string, value: number, min: number): number {
  * database's clock; fencing tokens are issued by the statement that takes the lease and only ever
  * increase per key, also across expiry and release.
  *
- * The tables are created on first use unless `createTable` is false (see
+ * The run ledger's writes are each one call of a PL/pgSQL function that first locks the key's
+ * lease row, so claims, renewals and finishes of one key serialize (of many instances claiming one
+ * occurrence at once, exactly one is granted), and plain leases and claims exclude each other.
+ *
+ * The tables and functions are created on first use unless `createTable` is false (see
  * `postgresLockStoreSql()`). When the database cannot be reached, or does not answer within
  * `timeout`, operations fail with `StoreUnavailableError`: the lock fails closed.
  *
@@ -207,84 +216,143 @@ export class PostgresLockStore implements LockStore, RunLedger {
     return Number(result.rows[0]!.now);
   }
 
-  async isCompleted(job: string, scheduledAt: number): Promise<boolean> {
-    const result = await this.#query('isCompleted', this.#sql.isCompleted, [job, scheduledAt]);
-    return result.rows.length > 0;
+  async claimOccurrence(request: ClaimRequest): Promise<ClaimResult> {
+    if (typeof request !== 'object' || request === null) {
+      throw new InvalidOptionError('request', request, 'a ClaimRequest');
+    }
+    const job = checkString('request.job', request.job);
+    const values = [
+      checkString('request.key', request.key),
+      job,
+      checkEpochMs('request.scheduledAt', request.scheduledAt),
+      checkString('request.owner', request.owner),
+      checkString('request.instance', request.instance),
+      parseDuration(request.ttlMs, 'request.ttlMs', 1, maxDurationMs),
+      checkOverlap('request.overlap', request.overlap),
+      parseDuration(request.startingDeadlineMs, 'request.startingDeadlineMs', 0, maxDurationMs),
+      request.manual === true,
+    ];
+    const result = await this.#query<{
+      status: ClaimResult['status'];
+      retry_at: number | null;
+      running_elsewhere: boolean | null;
+      skip_reason: LedgerSkipReason | 'already-done' | null;
+      lease_at: number | null;
+      lease_token: string | null;
+      takeover: boolean | null;
+    }>('claimOccurrence', this.#sql.claim, values);
+    const row = result.rows[0]!;
+    if (row.status === 'granted') {
+      const { job, key, owner, overlap } = request;
+      const lease: OccurrenceLease = {
+        job,
+        key,
+        scheduledAt: Number(row.lease_at),
+        owner,
+        token: Number(row.lease_token),
+        overlap,
+      };
+      return { status: 'granted', lease, takeover: row.takeover === true };
+    }
+    if (row.status === 'wait') {
+      return {
+        status: 'wait',
+        retryAt: Number(row.retry_at),
+        runningElsewhere: row.running_elsewhere === true,
+      };
+    }
+    return { status: 'skipped', reason: row.skip_reason! };
   }
 
-  async recordRun(
-    record: RunRecord,
-    options: { retentionMs?: number; historyLimit?: number } = {},
+  async renewOccurrence(lease: OccurrenceLease, ttlMs: number): Promise<boolean> {
+    checkLease(lease);
+    const ttl = parseDuration(ttlMs, 'ttlMs', 1, maxDurationMs);
+    const result = await this.#query<{ renewed: boolean }>('renewOccurrence', this.#sql.renewOccurrence, [
+      lease.key,
+      lease.job,
+      lease.scheduledAt,
+      lease.owner,
+      ttl,
+      lease.overlap,
+    ]);
+    return result.rows[0]?.renewed === true;
+  }
+
+  async finishOccurrence(
+    lease: OccurrenceLease,
+    result: RunResult,
+    options: { retentionMs?: number } = {},
   ): Promise<void> {
-    checkRecord(record);
+    checkLease(lease);
+    if (typeof result !== 'object' || result === null) {
+      throw new InvalidOptionError('result', result, 'a RunResult');
+    }
+    if (result.outcome !== 'success' && result.outcome !== 'failure') {
+      throw new InvalidOptionError('result.outcome', result.outcome, "'success' or 'failure'");
+    }
+    if (result.error !== undefined) checkString('result.error', result.error);
     const retentionMs = parseDuration(
       options.retentionMs ?? postgresLockStoreDefaults.retentionMs,
       'retentionMs',
       0,
-      Number.MAX_SAFE_INTEGER,
+      maxDurationMs,
     );
-    const historyLimit = checkCount(
-      'historyLimit',
-      options.historyLimit ?? postgresLockStoreDefaults.historyLimit,
-      1,
-    );
-    const result = await this.#query<{ recorded: number; highest: string | null }>(
-      'recordRun',
-      this.#sql.recordRun,
-      [
-        record.job,
-        record.token,
-        record.scheduledAt,
-        record.outcome,
-        record.instance,
-        record.startedAt,
-        record.endedAt,
-        record.error ?? null,
-        retentionMs,
-        historyLimit,
-      ],
-    );
-    const row = result.rows[0]!;
-    if (row.recorded === 0) {
-      throw new StaleTokenError(
-        record.job,
-        record.token,
-        row.highest === null ? undefined : Number(row.highest),
-      );
+    const answer = await this.#query<{ highest: string | null }>('finishOccurrence', this.#sql.finish, [
+      lease.key,
+      lease.job,
+      lease.scheduledAt,
+      lease.owner,
+      lease.token,
+      lease.overlap,
+      result.outcome,
+      result.error ?? null,
+      retentionMs,
+      ledgerRecordLimit,
+    ]);
+    const highest = answer.rows[0]?.highest;
+    if (highest !== null && highest !== undefined) {
+      throw new StaleTokenError(lease.job, lease.token, Number(highest));
     }
   }
 
-  async runHistory(
-    job: string,
-    limit: number = postgresLockStoreDefaults.historyLimit,
-  ): Promise<RunRecord[]> {
-    checkCount('limit', limit, 0);
+  async runHistory(job: string, options: { key?: string; limit?: number } = {}): Promise<RunRecord[]> {
+    checkString('job', job);
+    const key = checkString('key', options.key ?? job);
+    const limit = checkCount('limit', options.limit ?? postgresLockStoreDefaults.historyLimit, 0);
     const result = await this.#query<{
       job: string;
       scheduled_at: number;
-      outcome: RunRecord['outcome'];
-      token: string;
-      instance: string;
-      started_at: number;
-      ended_at: number;
+      state: RunRecord['outcome'];
+      reason: LedgerSkipReason | null;
+      token: string | null;
+      instance: string | null;
+      started_at: number | null;
+      ended_at: number | null;
       error: string | null;
-    }>('runHistory', this.#sql.runHistory, [job, limit]);
+      takeovers: number;
+    }>('runHistory', this.#sql.runHistory, [key, job, limit]);
     return result.rows.map((row) => {
-      const record: RunRecord = {
+      const record: { -readonly [K in keyof RunRecord]: RunRecord[K] } = {
         job: row.job,
         scheduledAt: Number(row.scheduled_at),
-        outcome: row.outcome,
-        token: Number(row.token),
-        instance: row.instance,
-        startedAt: Number(row.started_at),
-        endedAt: Number(row.ended_at),
+        outcome: row.state,
       };
-      return row.error === null ? record : { ...record, error: row.error };
+      if (row.reason !== null) record.reason = row.reason;
+      if (row.token !== null) record.token = Number(row.token);
+      if (row.instance !== null) record.instance = row.instance;
+      if (row.started_at !== null) record.startedAt = Number(row.started_at);
+      if (row.ended_at !== null) record.endedAt = Number(row.ended_at);
+      if (row.error !== null) record.error = row.error;
+      if (row.takeovers > 0) record.takeovers = row.takeovers;
+      return record;
     });
   }
 
-  async lastCompleted(job: string): Promise<number | undefined> {
+  async lastCompleted(job: string, options: { key?: string } = {}): Promise<number | undefined> {
+    checkString('job', job);
+    const key = checkString('key', options.key ?? job);
     const result = await this.#query<{ last: number | null }>('lastCompleted', this.#sql.lastCompleted, [
+      key,
       job,
     ]);
     const last = result.rows[0]?.last;

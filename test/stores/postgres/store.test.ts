@@ -1,6 +1,8 @@
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { inspect } from 'node:util';
 import pg from 'pg';
-import { isInvalidOptionError, isRejection } from 'resil';
+import { type ClaimRequest, isInvalidOptionError, isRejection, type OccurrenceLease } from 'resil';
 import {
   isStaleTokenError,
   isStoreUnavailableError,
@@ -11,25 +13,33 @@ import {
 import { describeLockStoreConformance, describeRunLedgerConformance } from 'resil/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { databaseUrlForTests, uniqueSchemaName } from '../../support/postgres.ts';
-import { freePort } from '../../support/processes.ts';
+import { freePort, waitUntil } from '../../support/processes.ts';
 
 const databaseUrl = await databaseUrlForTests();
 const schema = uniqueSchemaName('store');
 
-const record = (
-  job: string,
-  scheduledAt: number,
-  token: number,
-  outcome: 'success' | 'failure' = 'success',
-) => ({
+let owners = 0;
+/** A claim of `job`'s occurrence `scheduledAt` (on the lease key `job`) by a new owner. */
+const request = (job: string, scheduledAt: number, overrides: Partial<ClaimRequest> = {}): ClaimRequest => ({
   job,
+  key: job,
   scheduledAt,
-  outcome,
-  token,
+  owner: `owner-${++owners}`,
   instance: 'host:1',
-  startedAt: scheduledAt + 1,
-  endedAt: scheduledAt + 2,
+  ttlMs: 30_000,
+  overlap: 'skip',
+  startingDeadlineMs: 60_000,
+  ...overrides,
 });
+
+async function granted(store: PostgresLockStore, claim: ClaimRequest): Promise<OccurrenceLease> {
+  const result = await store.claimOccurrence(claim);
+  if (result.status !== 'granted') throw new Error(`expected a grant, got ${JSON.stringify(result)}`);
+  return result.lease;
+}
+
+/** Whole seconds, `ms` ago. */
+const past = (ms: number) => Math.floor((Date.now() - ms) / 1_000) * 1_000;
 
 describe.skipIf(!databaseUrl)('PostgresLockStore', () => {
   // Created at collection time so the conformance factories below can use it; no connection is
@@ -63,20 +73,21 @@ describe.skipIf(!databaseUrl)('PostgresLockStore', () => {
   });
 
   describe('tables', () => {
-    it('creates its tables on first use, concurrently from many stores and pools without failing', async () => {
+    it('creates its tables and functions on first use, concurrently from many stores and pools without failing', async () => {
       const ownSchema = uniqueSchemaName('setup');
       await pool.query(`CREATE SCHEMA ${ownSchema}`);
-      // Separate pools: separate sessions, like separate processes starting at once.
+      // Separate pools: separate sessions, like separate processes starting at once. Half of them
+      // start with a lease, half with a claim.
       const pools = Array.from({ length: 6 }, () => new pg.Pool({ connectionString: databaseUrl, max: 2 }));
       try {
+        const at = past(1_000);
         const tokens = await Promise.all(
-          pools.map((each, index) =>
-            new PostgresLockStore(each, { schema: ownSchema, table: 'Locks' }).acquire(
-              `key-${index}`,
-              'owner',
-              30_000,
-            ),
-          ),
+          pools.map((each, index) => {
+            const store = new PostgresLockStore(each, { schema: ownSchema, table: 'Locks' });
+            return index % 2 === 0
+              ? store.acquire(`key-${index}`, 'owner', 30_000)
+              : granted(store, request(`job-${index}`, at)).then((lease) => lease.token);
+          }),
         );
         expect(tokens.every((token) => Number.isSafeInteger(token))).toBe(true);
         const tables = await pool.query<{ table_name: string }>(
@@ -85,11 +96,29 @@ describe.skipIf(!databaseUrl)('PostgresLockStore', () => {
         );
         expect(tables.rows.map((row) => row.table_name)).toEqual([
           'Locks',
-          'Locks_completed',
           'Locks_fences',
-          'Locks_ledger',
-          'Locks_runs',
+          'Locks_occurrences',
         ]);
+        const functions = await pool.query<{ proname: string }>(
+          `SELECT p.proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+           WHERE n.nspname = $1 ORDER BY p.proname`,
+          [ownSchema],
+        );
+        expect(functions.rows.map((row) => row.proname)).toEqual([
+          'Locks_claim',
+          'Locks_finish',
+          'Locks_renew',
+        ]);
+        // Setting up again (a new process) replaces the functions and keeps the data.
+        const again = new PostgresLockStore(pool, { schema: ownSchema, table: 'Locks' });
+        await again.ensureTables();
+        expect(await again.runHistory('job-1')).toMatchObject([
+          { scheduledAt: at, outcome: 'running', token: tokens[1] },
+        ]);
+        expect(await again.claimOccurrence(request('job-1', at))).toMatchObject({
+          status: 'wait',
+          runningElsewhere: true,
+        });
       } finally {
         await Promise.all(pools.map((each) => each.end()));
         await pool.query(`DROP SCHEMA ${ownSchema} CASCADE`);
@@ -104,22 +133,40 @@ describe.skipIf(!databaseUrl)('PostgresLockStore', () => {
         const error = await store.acquire('key', 'owner', 1_000).catch((caught: unknown) => caught);
         expect(isStoreUnavailableError(error)).toBe(true);
         expect((error as Error).message).toMatch(/42P01.*postgresLockStoreSql\(\)/);
+        const claimError = await store
+          .claimOccurrence(request('job', past(1_000)))
+          .catch((caught: unknown) => caught);
+        expect(isStoreUnavailableError(claimError)).toBe(true);
         const count = await pool.query(
-          'SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = $1',
+          `SELECT (SELECT count(*) FROM information_schema.tables WHERE table_schema = $1)::int AS tables,
+             (SELECT count(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+              WHERE n.nspname = $1)::int AS functions`,
           [ownSchema],
         );
-        expect(count.rows[0].n).toBe(0);
+        expect(count.rows[0]).toEqual({ tables: 0, functions: 0 });
         // The exported SQL is what the store needs.
         await pool.query(postgresLockStoreSql({ schema: ownSchema }));
         await pool.query(postgresLockStoreSql({ schema: ownSchema })); // idempotent
         expect(await store.acquire('key', 'owner', 1_000)).toBeGreaterThan(0);
+        const lease = await granted(store, request('job', past(1_000)));
+        await store.finishOccurrence(lease, { outcome: 'success' });
+        expect(await store.lastCompleted('job')).toBe(lease.scheduledAt);
       } finally {
         await pool.query(`DROP SCHEMA ${ownSchema} CASCADE`);
       }
     });
 
-    it('quotes identifiers: a table name with quotes, spaces and a semicolon is just a name', async () => {
-      const table = 'odd "name"; DROP TABLE x; --';
+    it("prints in the README's set-up section exactly the SQL postgresLockStoreSql() returns", () => {
+      const readme = readFileSync(fileURLToPath(new URL('../../../README.md', import.meta.url)), 'utf8');
+      const intro = 'returns for your options, so you can also run that:\n\n```sql\n';
+      const start = readme.indexOf(intro);
+      expect(start).toBeGreaterThan(0);
+      const block = readme.slice(start + intro.length, readme.indexOf('```\n', start + intro.length));
+      expect(block).toBe(postgresLockStoreSql());
+    });
+
+    it('quotes identifiers: a table name with quotes, spaces, a semicolon and a dollar quote is just a name', async () => {
+      const table = 'odd "name"; $resil$ DROP TABLE x; --';
       const store = new PostgresLockStore(pool, { schema, table });
       expect(await store.acquire('key', 'owner', 30_000)).toBeGreaterThan(0);
       const found = await pool.query(
@@ -127,15 +174,32 @@ describe.skipIf(!databaseUrl)('PostgresLockStore', () => {
         [schema, table],
       );
       expect(found.rows[0].n).toBe(1);
-      expect(postgresLockStoreSql({ table })).toContain('"odd ""name""; DROP TABLE x; --"');
+      // The functions, whose bodies name the tables, work too.
+      const lease = await granted(store, request('odd-job', past(1_000)));
+      expect(await store.renewOccurrence(lease, 30_000)).toBe(true);
+      await store.finishOccurrence(lease, { outcome: 'success' });
+      expect(await store.runHistory('odd-job')).toMatchObject([{ outcome: 'success', token: lease.token }]);
+      expect(postgresLockStoreSql({ table })).toContain('"odd ""name""; $resil$ DROP TABLE x; --"');
     });
 
-    it('passes keys and owners as parameters, never as SQL', async () => {
+    it('passes keys, owners, jobs, instances and errors as parameters, never as SQL', async () => {
       const key = "k'); DELETE FROM resil_locks; --";
       const owner = "o' OR '1'='1";
       const token = await sharedStore.acquire(key, owner, 30_000);
       expect(await sharedStore.inspect(key)).toMatchObject({ owner, token });
       expect(await sharedStore.renew(key, "anything' OR 'x'='x", 30_000)).toBe(false);
+      const job = "j'); DELETE FROM resil_locks_occurrences; --";
+      const claim = request(job, past(1_000), {
+        key: '$$; DROP TABLE resil_locks; $$',
+        owner: "o'$$",
+        instance: "host'; --",
+      });
+      const lease = await granted(sharedStore, claim);
+      expect(lease).toMatchObject({ job, key: claim.key, owner: claim.owner });
+      await sharedStore.finishOccurrence(lease, { outcome: 'failure', error: "e'); DROP TABLE x; --" });
+      expect(await sharedStore.runHistory(job, { key: claim.key })).toMatchObject([
+        { job, instance: "host'; --", outcome: 'failure', error: "e'); DROP TABLE x; --" },
+      ]);
     });
 
     it('rejects bad options, naming the option and the value', () => {
@@ -196,63 +260,359 @@ describe.skipIf(!databaseUrl)('PostgresLockStore', () => {
   });
 
   describe('run ledger', () => {
-    it('reports the highest token in the StaleTokenError and leaves every table untouched', async () => {
-      const now = Date.now();
-      await sharedStore.recordRun(record('stale-job', now - 1_000, 7));
-      const before = await pool.query(
-        `SELECT (SELECT count(*) FROM ${schema}.resil_locks_runs WHERE job = 'stale-job')::int AS runs,
-                (SELECT count(*) FROM ${schema}.resil_locks_completed WHERE job = 'stale-job')::int AS completed`,
+    const occurrences = `${schema}.resil_locks_occurrences`;
+
+    /** Ends the occurrence's lease by the database clock, as if its holder had stopped renewing. */
+    async function expire(key: string, job: string, scheduledAt: number): Promise<void> {
+      await pool.query(
+        `UPDATE ${schema}.resil_locks SET expires_at = now() - interval '1 millisecond'
+         WHERE key = $1 AND owner IS NOT NULL`,
+        [key],
       );
+      await pool.query(
+        `UPDATE ${occurrences} SET expires_at = now() - interval '1 millisecond'
+         WHERE key = $1 AND job = $2 AND scheduled_at = to_timestamp($3::float8 / 1000)`,
+        [key, job, scheduledAt],
+      );
+    }
+
+    it('grants exactly one of 20 concurrent claims of one occurrence from separate clients', async () => {
+      const job = 'race-job';
+      const at = past(3_000);
+      const racePool = new pg.Pool({ connectionString: databaseUrl, max: 21 });
+      const clients = await Promise.all(Array.from({ length: 21 }, () => racePool.connect()));
+      const blocker = clients.pop()!;
+      try {
+        // One store per client: each claim is its own session, as on separate instances.
+        const stores = clients.map(
+          (client) => new PostgresLockStore(client as unknown as pg.Pool, { schema }),
+        );
+        const race = (scheduledAt: number) =>
+          Promise.all(
+            stores.map((store, index) =>
+              store.claimOccurrence(request(job, scheduledAt, { instance: `host:${index}` })),
+            ),
+          );
+        const grantsOf = (results: Awaited<ReturnType<typeof race>>) =>
+          results.flatMap((result) => (result.status === 'granted' ? [result.lease] : []));
+
+        // A key no claim has seen yet: they race to create its row.
+        const first = await race(at);
+        const [lease] = grantsOf(first);
+        expect(grantsOf(first)).toHaveLength(1);
+        expect(first.filter((result) => result.status === 'wait' && result.runningElsewhere)).toHaveLength(
+          19,
+        );
+        expect(await sharedStore.inspect(job)).toMatchObject({ owner: lease!.owner, token: lease!.token });
+        expect(await sharedStore.runHistory(job)).toEqual([
+          expect.objectContaining({ outcome: 'running', token: lease!.token, scheduledAt: at }),
+        ]);
+        await sharedStore.finishOccurrence(lease!, { outcome: 'success' });
+
+        // All 20 wait for the key's row lock, then go at once.
+        await blocker.query('BEGIN');
+        await blocker.query(`SELECT 1 FROM ${schema}.resil_locks WHERE key = $1 FOR UPDATE`, [job]);
+        const racing = race(at + 1_000);
+        await waitUntil('20 claims waiting for the row lock', async () => {
+          const waiting = await pool.query(
+            `SELECT count(*)::int AS n FROM pg_stat_activity
+             WHERE wait_event_type = 'Lock' AND position($1 in query) > 0`,
+            [`${schema}"."resil_locks_claim"`],
+          );
+          return waiting.rows[0].n === 20;
+        });
+        await blocker.query('COMMIT');
+        const second = await racing;
+        const [next] = grantsOf(second);
+        expect(grantsOf(second)).toHaveLength(1);
+        expect(second.filter((result) => result.status === 'wait' && result.runningElsewhere)).toHaveLength(
+          19,
+        );
+        // No other claim took a token.
+        expect(next!.token).toBe(lease!.token + 1);
+        expect(await sharedStore.claimOccurrence(request(job, at))).toEqual({
+          status: 'skipped',
+          reason: 'already-done',
+        });
+      } finally {
+        for (const client of [...clients, blocker]) client.release();
+        await racePool.end();
+      }
+    });
+
+    it('fences a finish by an earlier holder: StaleTokenError with the highest token, the record untouched', async () => {
+      const job = 'stale-job';
+      const at = past(2_000);
+      const first = await granted(sharedStore, request(job, at));
+      await expire(job, job, at);
+      const takeover = await sharedStore.claimOccurrence(request(job, at, { instance: 'host:2' }));
+      expect(takeover).toMatchObject({ status: 'granted', takeover: true, lease: { scheduledAt: at } });
+      const second = (takeover as { lease: OccurrenceLease }).lease;
+      expect(second.token).toBe(first.token + 1);
+      expect(await sharedStore.renewOccurrence(first, 30_000)).toBe(false);
+      const before = await sharedStore.runHistory(job);
+      expect(before).toEqual([
+        {
+          job,
+          scheduledAt: at,
+          outcome: 'running',
+          token: second.token,
+          instance: 'host:2',
+          startedAt: expect.any(Number),
+          takeovers: 1,
+        },
+      ]);
       const error = await sharedStore
-        .recordRun(record('stale-job', now, 6))
+        .finishOccurrence(first, { outcome: 'success' })
         .catch((caught: unknown) => caught);
       expect(isStaleTokenError(error)).toBe(true);
-      expect(error).toMatchObject({ code: 'STALE_TOKEN', resource: 'stale-job', token: 6, highestToken: 7 });
-      const after = await pool.query(
-        `SELECT (SELECT count(*) FROM ${schema}.resil_locks_runs WHERE job = 'stale-job')::int AS runs,
-                (SELECT count(*) FROM ${schema}.resil_locks_completed WHERE job = 'stale-job')::int AS completed`,
-      );
-      expect(after.rows).toEqual(before.rows);
-      expect(await sharedStore.isCompleted('stale-job', now)).toBe(false);
+      expect(error).toMatchObject({
+        code: 'STALE_TOKEN',
+        resource: job,
+        token: first.token,
+        highestToken: second.token,
+      });
+      expect(await sharedStore.runHistory(job)).toEqual(before);
+      expect(await sharedStore.inspect(job)).toMatchObject({ owner: second.owner, token: second.token });
+      // A refused finish by the lease's owner still releases its lease.
+      const forged = await sharedStore
+        .finishOccurrence({ ...second, token: second.token - 1 }, { outcome: 'success' })
+        .catch((caught: unknown) => caught);
+      expect(forged).toMatchObject({ code: 'STALE_TOKEN', highestToken: second.token });
+      expect(await sharedStore.inspect(job)).toBeUndefined();
+      expect(await sharedStore.runHistory(job)).toEqual(before);
+      expect(await sharedStore.lastCompleted(job)).toBeUndefined();
     });
 
-    it('serializes concurrent records of one job: a lower token never lands after a higher one', async () => {
-      const now = Date.now();
+    it('fences concurrent finishes of a taken-over occurrence: only the latest holder is recorded', async () => {
+      const job = 'racing-job';
+      const at = past(2_000);
+      const leases = [await granted(sharedStore, request(job, at))];
+      for (let index = 1; index < 10; index++) {
+        await expire(job, job, at);
+        leases.push(await granted(sharedStore, request(job, at, { instance: `host:${index}` })));
+      }
+      const tokens = leases.map((lease) => lease.token);
+      expect(tokens).toEqual(tokens.map((_, index) => tokens[0]! + index));
+      const latest = leases.at(-1)!;
       const results = await Promise.allSettled(
-        Array.from({ length: 20 }, (_, index) =>
-          sharedStore.recordRun(record('racing-job', now - index, index + 1)),
+        leases.map((lease, index) =>
+          sharedStore.finishOccurrence(lease, { outcome: 'failure', error: `run ${index}` }),
         ),
       );
-      const history = await sharedStore.runHistory('racing-job', 20);
-      const tokens = history.map((run) => run.token);
-      // Newest first: tokens never increase going back in time.
-      expect(tokens).toEqual([...tokens].sort((a, b) => b - a));
-      expect(tokens[0]).toBe(20);
-      const refused = results.filter((result) => result.status === 'rejected');
-      expect(refused.every((result) => isStaleTokenError((result as PromiseRejectedResult).reason))).toBe(
-        true,
-      );
-      expect(history.length + refused.length).toBe(20);
-    });
-
-    it('round-trips epoch milliseconds exactly and keeps the error message', async () => {
-      const scheduledAt = Date.UTC(2026, 0, 1, 2, 0, 0, 123);
-      await sharedStore.recordRun({ ...record('exact-job', scheduledAt, 1, 'failure'), error: 'boom' });
-      expect(await sharedStore.runHistory('exact-job')).toEqual([
-        { ...record('exact-job', scheduledAt, 1, 'failure'), error: 'boom' },
+      expect(results.map((result) => result.status)).toEqual([...Array(9).fill('rejected'), 'fulfilled']);
+      for (const result of results.slice(0, 9)) {
+        expect((result as PromiseRejectedResult).reason).toMatchObject({
+          code: 'STALE_TOKEN',
+          highestToken: latest.token,
+        });
+      }
+      expect(await sharedStore.runHistory(job)).toMatchObject([
+        { outcome: 'failure', error: 'run 9', token: latest.token, instance: 'host:9', takeovers: 9 },
       ]);
     });
 
-    it('rejects a malformed record or limit before touching the database', async () => {
-      const bad = { ...record('bad-job', Date.now(), 1), outcome: 'maybe' } as never;
-      await expect(sharedStore.recordRun(bad)).rejects.toSatisfy(isInvalidOptionError);
-      await expect(sharedStore.recordRun(record('bad-job', Date.now(), 1.5))).rejects.toSatisfy(
-        isInvalidOptionError,
+    it('round-trips epoch milliseconds exactly and returns only the public fields, numbers as numbers', async () => {
+      const job = 'exact-job';
+      const scheduledAt = past(5_000) + 123;
+      const lease = await granted(sharedStore, request(job, scheduledAt, { instance: 'host:7' }));
+      expect(lease).toEqual({
+        job,
+        key: job,
+        scheduledAt,
+        owner: expect.any(String),
+        token: expect.any(Number),
+        overlap: 'skip',
+      });
+      await sharedStore.finishOccurrence(lease, { outcome: 'failure', error: 'boom' });
+      const stored = await pool.query(
+        `SELECT scheduled_at = to_timestamp($3::float8 / 1000) AS exact,
+           (extract(epoch FROM started_at) * 1000)::float8 AS started,
+           (extract(epoch FROM ended_at) * 1000)::float8 AS ended
+         FROM ${occurrences} WHERE key = $1 AND job = $2`,
+        [job, job, scheduledAt],
       );
-      await expect(
-        sharedStore.recordRun(record('bad-job', Date.now(), 1), { historyLimit: 0 }),
-      ).rejects.toSatisfy(isInvalidOptionError);
-      await expect(sharedStore.runHistory('bad-job', -1)).rejects.toSatisfy(isInvalidOptionError);
+      expect(stored.rows).toHaveLength(1);
+      expect(stored.rows[0].exact).toBe(true);
+      const history = await sharedStore.runHistory(job);
+      expect(history).toEqual([
+        {
+          job,
+          scheduledAt,
+          outcome: 'failure',
+          token: lease.token,
+          instance: 'host:7',
+          startedAt: expect.any(Number),
+          endedAt: expect.any(Number),
+          error: 'boom',
+        },
+      ]);
+      const [record] = history;
+      expect(Math.abs(record!.startedAt! - stored.rows[0].started)).toBeLessThan(0.01);
+      expect(Math.abs(record!.endedAt! - stored.rows[0].ended)).toBeLessThan(0.01);
+      expect(record!.endedAt!).toBeGreaterThanOrEqual(record!.startedAt!);
+      expect(Math.abs(record!.endedAt! - (await sharedStore.now()))).toBeLessThan(5_000);
+
+      // A skipped occurrence has no token, start or holder.
+      expect(
+        await sharedStore.claimOccurrence(request(job, scheduledAt + 1, { startingDeadlineMs: 0 })),
+      ).toEqual({
+        status: 'skipped',
+        reason: 'missed',
+      });
+      expect((await sharedStore.runHistory(job, { limit: 1 }))[0]).toEqual({
+        job,
+        scheduledAt: scheduledAt + 1,
+        outcome: 'skipped',
+        reason: 'missed',
+        instance: 'host:1',
+        endedAt: expect.any(Number),
+      });
+      const success = await granted(sharedStore, request(job, scheduledAt + 2));
+      await sharedStore.finishOccurrence(success, { outcome: 'success' });
+      expect(await sharedStore.lastCompleted(job)).toBe(scheduledAt + 2);
+    });
+
+    it("takes over, or fails, a running occurrence that lost the key's lease to a plain acquire after it expired", async () => {
+      const job = 'orphan-job';
+      const at = past(2_000);
+      const first = await granted(sharedStore, request(job, at));
+      await expire(job, job, at);
+      const plain = await sharedStore.acquire(job, 'plain-owner', 30_000);
+      expect(plain).toBe(first.token + 1);
+      expect((await sharedStore.runHistory(job))[0]).toMatchObject({
+        outcome: 'running',
+        token: first.token,
+      });
+      await sharedStore.release(job, 'plain-owner');
+      // The key no longer names the occurrence: its own next claim judges its lease.
+      const takeover = await sharedStore.claimOccurrence(request(job, at));
+      expect(takeover).toMatchObject({ status: 'granted', takeover: true, lease: { scheduledAt: at } });
+      const second = (takeover as { lease: OccurrenceLease }).lease;
+      expect(second.token).toBe(plain! + 1);
+      await expire(job, job, at);
+      expect(await sharedStore.acquire(job, 'plain-owner', 30_000)).toBe(second.token + 1);
+      await sharedStore.release(job, 'plain-owner');
+      // Past the takeover window (the lease expired longer than the starting deadline ago): failed.
+      expect(await sharedStore.claimOccurrence(request(job, at, { startingDeadlineMs: 0 }))).toEqual({
+        status: 'skipped',
+        reason: 'already-done',
+      });
+      const [record] = await sharedStore.runHistory(job);
+      expect(record).toMatchObject({ outcome: 'failure', token: second.token, takeovers: 1 });
+      expect(record!.error).toMatch(/^abandoned/);
+    });
+
+    it('keeps each key apart: history and lastCompleted default the key to the job', async () => {
+      const job = 'keyed-job';
+      const at = past(2_000);
+      const own = await granted(sharedStore, request(job, at));
+      const shared = await granted(sharedStore, request(job, at, { key: 'keyed-shared' }));
+      await sharedStore.finishOccurrence(own, { outcome: 'success' });
+      await sharedStore.finishOccurrence(shared, { outcome: 'failure' });
+      expect(await sharedStore.runHistory(job)).toMatchObject([{ outcome: 'success', token: own.token }]);
+      expect(await sharedStore.runHistory(job, { key: 'keyed-shared' })).toMatchObject([
+        { outcome: 'failure', token: shared.token },
+      ]);
+      expect(await sharedStore.lastCompleted(job)).toBe(at);
+      expect(await sharedStore.lastCompleted(job, { key: 'keyed-shared' })).toBeUndefined();
+    });
+
+    it('trims on finish: occurrences older than the retention (not running ones), then past the record limit', async () => {
+      const job = 'trim-job';
+      await pool.query(
+        `INSERT INTO ${occurrences} (key, job, scheduled_at, state, token, owner, instance, started_at, expires_at)
+         VALUES ($1, $1, now() - interval '9 days', 'running', 1, 'old-owner', 'host:1', now(), now() + interval '1 hour')`,
+        [job],
+      );
+      await pool.query(
+        `INSERT INTO ${occurrences} (key, job, scheduled_at, state, ended_at)
+         VALUES ($1, $1, now() - interval '8 days', 'success', now()),
+           ($1, $1, now() - interval '6 days', 'success', now())`,
+        [job],
+      );
+      const first = await granted(sharedStore, request(job, past(50_000)));
+      await sharedStore.finishOccurrence(first, { outcome: 'success' });
+      // The default retention is 7 days.
+      expect((await sharedStore.runHistory(job)).map((record) => record.outcome)).toEqual([
+        'success',
+        'success',
+        'running',
+      ]);
+      // An explicit one; the running occurrence stays whatever its age.
+      const second = await granted(sharedStore, request(job, past(30_000)));
+      await sharedStore.finishOccurrence(second, { outcome: 'success' }, { retentionMs: 3_600_000 });
+      expect((await sharedStore.runHistory(job)).map((record) => record.scheduledAt)).toEqual([
+        second.scheduledAt,
+        first.scheduledAt,
+        expect.any(Number),
+      ]);
+
+      // Past ledgerRecordLimit (10 000) occurrences, the oldest go, whatever their state.
+      await pool.query(
+        `INSERT INTO ${occurrences} (key, job, scheduled_at, state, reason, ended_at)
+         SELECT $1, $1, now() - interval '2 minutes' - n * interval '1 second', 'skipped', 'overlap', now()
+         FROM generate_series(1, 10000) AS n`,
+        [job],
+      );
+      const third = await granted(sharedStore, request(job, past(10_000)));
+      await sharedStore.finishOccurrence(third, { outcome: 'success' });
+      const kept = await pool.query(
+        `SELECT count(*)::int AS n, count(*) FILTER (WHERE state = 'running')::int AS running
+         FROM ${occurrences} WHERE key = $1 AND job = $1`,
+        [job],
+      );
+      expect(kept.rows[0]).toEqual({ n: 10_000, running: 0 });
+      expect((await sharedStore.runHistory(job, { limit: 3 })).map((record) => record.scheduledAt)).toEqual([
+        third.scheduledAt,
+        second.scheduledAt,
+        first.scheduledAt,
+      ]);
+    });
+
+    it('rejects malformed input before touching the database', async () => {
+      const untouchable = {
+        query: () => {
+          throw new Error('touched the database');
+        },
+      };
+      const store = new PostgresLockStore(untouchable as never, { createTable: false });
+      const lease: OccurrenceLease = {
+        job: 'j',
+        key: 'j',
+        scheduledAt: Date.now(),
+        owner: 'o',
+        token: 1,
+        overlap: 'skip',
+      };
+      const cases: [() => Promise<unknown>, string][] = [
+        [
+          () => store.claimOccurrence(request('j', Date.now(), { overlap: 'maybe' as never })),
+          'request.overlap',
+        ],
+        [() => store.claimOccurrence(request('j', Date.now(), { ttlMs: 0 })), 'request.ttlMs'],
+        [
+          () => store.claimOccurrence(request('j', Date.now(), { startingDeadlineMs: -1 })),
+          'request.startingDeadlineMs',
+        ],
+        [() => store.claimOccurrence(request('j', Number.NaN)), 'request.scheduledAt'],
+        [() => store.claimOccurrence(request(42 as never, Date.now())), 'request.job'],
+        [() => store.renewOccurrence(lease, 0), 'ttlMs'],
+        [() => store.renewOccurrence({ ...lease, token: 1.5 }, 1_000), 'lease.token'],
+        [() => store.finishOccurrence(lease, { outcome: 'maybe' as never }), 'result.outcome'],
+        [
+          () => store.finishOccurrence({ ...lease, overlap: 'never' as never }, { outcome: 'success' }),
+          'lease.overlap',
+        ],
+        [() => store.finishOccurrence(lease, { outcome: 'success' }, { retentionMs: -1 }), 'retentionMs'],
+        [() => store.runHistory('j', { limit: -1 }), 'limit'],
+        [() => store.runHistory('j', { limit: 1.5 }), 'limit'],
+      ];
+      for (const [attempt, option] of cases) {
+        const error = await attempt().catch((caught: unknown) => caught);
+        expect(isInvalidOptionError(error), `${option}: ${String(error)}`).toBe(true);
+        expect((error as { option: string }).option).toBe(option);
+      }
     });
   });
 
@@ -273,8 +633,17 @@ describe.skipIf(!databaseUrl)('PostgresLockStore', () => {
           () => store.release('key', 'owner'),
           () => store.inspect('key'),
           () => store.now(),
-          () => store.isCompleted('job', 0),
-          () => store.recordRun(record('job', 0, 1)),
+          () => store.claimOccurrence(request('job', 0)),
+          () =>
+            store.renewOccurrence(
+              { job: 'job', key: 'job', scheduledAt: 0, owner: 'owner', token: 1, overlap: 'skip' },
+              1_000,
+            ),
+          () =>
+            store.finishOccurrence(
+              { job: 'job', key: 'job', scheduledAt: 0, owner: 'owner', token: 1, overlap: 'skip' },
+              { outcome: 'success' },
+            ),
           () => store.runHistory('job'),
           () => store.lastCompleted('job'),
         ]) {
