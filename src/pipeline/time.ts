@@ -15,8 +15,8 @@ export interface TimeProvider {
   clearTimeout(handle: TimerHandle): void;
 }
 
-// The global setTimeout fires at once for delays above 2^31 - 1 ms (about 24.8 days).
-const maxTimerDelay = 2_147_483_647;
+/** The longest delay the global setTimeout honours: above 2^31 - 1 ms (about 24.8 days) it fires at once. */
+export const maxTimerDelay = 2_147_483_647;
 
 /** The handle of a delay longer than one global timer can hold: waited out in steps. */
 class LongTimer {

@@ -3,7 +3,7 @@
  * and stores whose clock or availability a test controls.
  */
 
-import type { TimeProvider } from '../../src/pipeline/time.ts';
+import type { TimeProvider, TimerHandle } from '../../src/pipeline/time.ts';
 import type { SchedulerLogger } from '../../src/scheduler/fire.ts';
 import type { JobContext, ResolvedConfig, ResolvedJob } from '../../src/scheduler/job.ts';
 import { StoreUnavailableError } from '../../src/strategies/lock/errors.ts';
@@ -17,6 +17,7 @@ import type {
   RunResult,
 } from '../../src/strategies/lock/run-ledger.ts';
 import type { LeaseInfo, LockStore } from '../../src/strategies/lock/store.ts';
+import { FakeTimeProvider } from '../../src/testing/fake-time-provider.ts';
 
 export function resolvedJob(overrides: Partial<ResolvedJob> & Pick<ResolvedJob, 'run'>): ResolvedJob {
   const name = overrides.name ?? 'report';
@@ -213,4 +214,19 @@ export async function completeOccurrence(ledger: RunLedger, job: string, schedul
   });
   if (claim.status !== 'granted') throw new Error(`could not record ${job}@${scheduledAt}: ${claim.status}`);
   await ledger.finishOccurrence(claim.lease, { outcome: 'success' });
+}
+
+/**
+ * A FakeTimeProvider that records every delay asked of it, and can fire timers longer than
+ * `earlyByMs` that much early (as a timer on a monotonic clock running fast against the wall
+ * clock would).
+ */
+export class RecordingTimeProvider extends FakeTimeProvider {
+  readonly delays: number[] = [];
+  earlyByMs = 0;
+
+  override setTimeout(callback: () => void, ms: number): TimerHandle {
+    this.delays.push(ms);
+    return super.setTimeout(callback, ms > this.earlyByMs ? ms - this.earlyByMs : ms);
+  }
 }

@@ -1,0 +1,176 @@
+import { maxTimerDelay, type TimeProvider, type TimerHandle } from '../pipeline/time.ts';
+
+/** One entry of a {@link FireQueue}: when it is due next. */
+export interface DueEntry {
+  /** Epoch ms on the wall clock (`TimeProvider.now()`). The queue updates it from `onDue`. */
+  dueAt: number;
+  /** Breaks ties: entries due at the same instant come out in ascending order. */
+  readonly order: number;
+}
+
+export interface FireQueueOptions<Entry extends DueEntry> {
+  readonly time: TimeProvider;
+  /**
+   * Called for each due entry, earliest first, with the wall clock it was found due at. Returns
+   * the entry's next due instant (later than `now`), or `undefined` to drop the entry (as a throw
+   * does).
+   */
+  readonly onDue: (entry: Entry, now: number) => number | undefined;
+  /**
+   * Told when the wall clock moved `stepMs` more (or less, when negative) than the monotonic
+   * clock since the last check: an NTP step, a VM resumed, a clock set by hand.
+   */
+  readonly onClockStep?: (stepMs: number) => void;
+  /** The longest the queue sleeps before it reads the wall clock again. Defaults to 1 s. */
+  readonly recheckEveryMs?: number;
+}
+
+/** Wall-clock moves against the monotonic clock smaller than this are drift, not a step. */
+const clockStepThresholdMs = 1_000;
+
+/**
+ * A min-heap of entries by due instant, woken by one timer on the `TimeProvider` however many
+ * entries it holds.
+ *
+ * Due instants are on the wall clock and timers run on the monotonic one, so the queue never
+ * trusts a timer: on every wake it reads `now()` and hands out only what is due by then. A timer
+ * that fires early finds nothing due and re-arms; a wall clock stepped forward is noticed within
+ * `recheckEveryMs` (the longest sleep), and one stepped back makes the queue wait for it. Sleeps
+ * are also capped at 2^31 - 1 ms, the longest a timer can hold.
+ *
+ * @example
+ * const queue = new FireQueue({ time, onDue: (entry, now) => nextInstantAfter(now) });
+ * queue.add({ dueAt: Date.parse('2026-01-01T02:00:00Z'), order: 0 });
+ * queue.start();
+ */
+export class FireQueue<Entry extends DueEntry> {
+  readonly #time: TimeProvider;
+  readonly #onDue: FireQueueOptions<Entry>['onDue'];
+  readonly #onClockStep: FireQueueOptions<Entry>['onClockStep'];
+  readonly #recheckEveryMs: number;
+  readonly #heap: Entry[] = [];
+  #running = false;
+  /** True while due entries are handed out: the wake arms the timer once when done. */
+  #waking = false;
+  #timer: TimerHandle | undefined;
+  /** Both clocks when the timer was armed: a wake compares how far each moved. */
+  #armedWall = 0;
+  #armedMonotonic = 0;
+
+  constructor(options: FireQueueOptions<Entry>) {
+    this.#time = options.time;
+    this.#onDue = options.onDue;
+    this.#onClockStep = options.onClockStep;
+    this.#recheckEveryMs = options.recheckEveryMs ?? 1_000;
+  }
+
+  get size(): number {
+    return this.#heap.length;
+  }
+
+  /** The entry due first. */
+  peek(): Entry | undefined {
+    return this.#heap[0];
+  }
+
+  add(entry: Entry): void {
+    this.#push(entry);
+    if (this.#running && !this.#waking && this.#heap[0] === entry) this.#arm();
+  }
+
+  /** Arms the timer; due entries are handed out from now on. */
+  start(): void {
+    if (this.#running) return;
+    this.#running = true;
+    this.#arm();
+  }
+
+  /** Clears the timer: nothing is handed out until `start()` again. */
+  stop(): void {
+    this.#running = false;
+    this.#clearTimer();
+  }
+
+  #arm(): void {
+    this.#clearTimer();
+    const first = this.#heap[0];
+    if (!this.#running || first === undefined) return;
+    this.#armedWall = this.#time.now();
+    this.#armedMonotonic = this.#time.monotonic();
+    const waitMs = Math.min(Math.max(first.dueAt - this.#armedWall, 0), this.#recheckEveryMs, maxTimerDelay);
+    this.#timer = this.#time.setTimeout(this.#wake, waitMs);
+  }
+
+  #clearTimer(): void {
+    if (this.#timer === undefined) return;
+    this.#time.clearTimeout(this.#timer);
+    this.#timer = undefined;
+  }
+
+  readonly #wake = (): void => {
+    this.#timer = undefined;
+    if (!this.#running) return;
+    const now = this.#time.now();
+    const stepMs = now - this.#armedWall - (this.#time.monotonic() - this.#armedMonotonic);
+    if (Math.abs(stepMs) >= clockStepThresholdMs) this.#onClockStep?.(stepMs);
+    this.#waking = true;
+    try {
+      // Bounded by the size: an entry that comes back due at once waits for the next wake.
+      for (let left = this.#heap.length; left > 0 && this.#running; left--) {
+        const first = this.#heap[0];
+        if (first === undefined || first.dueAt > now) break;
+        this.#removeFirst();
+        const next = this.#onDue(first, now);
+        if (next !== undefined) {
+          first.dueAt = next;
+          this.#push(first);
+        }
+      }
+    } finally {
+      this.#waking = false;
+      this.#arm();
+    }
+  };
+
+  #push(entry: Entry): void {
+    this.#heap.push(entry);
+    this.#siftUp(this.#heap.length - 1);
+  }
+
+  #removeFirst(): void {
+    const last = this.#heap.pop()!;
+    if (this.#heap.length === 0) return;
+    this.#heap[0] = last;
+    this.#siftDown(0);
+  }
+
+  #before(a: Entry, b: Entry): boolean {
+    return a.dueAt < b.dueAt || (a.dueAt === b.dueAt && a.order < b.order);
+  }
+
+  #siftUp(index: number): void {
+    const heap = this.#heap;
+    const entry = heap[index]!;
+    while (index > 0) {
+      const parent = (index - 1) >> 1;
+      if (!this.#before(entry, heap[parent]!)) break;
+      heap[index] = heap[parent]!;
+      index = parent;
+    }
+    heap[index] = entry;
+  }
+
+  #siftDown(index: number): void {
+    const heap = this.#heap;
+    const entry = heap[index]!;
+    for (;;) {
+      let child = 2 * index + 1;
+      if (child >= heap.length) break;
+      if (child + 1 < heap.length && this.#before(heap[child + 1]!, heap[child]!)) child++;
+      if (!this.#before(heap[child]!, entry)) break;
+      heap[index] = heap[child]!;
+      index = child;
+    }
+    heap[index] = entry;
+  }
+}

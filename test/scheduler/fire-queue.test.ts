@@ -1,0 +1,137 @@
+import { describe, expect, it } from 'vitest';
+import { maxTimerDelay } from '../../src/pipeline/time.ts';
+import { type DueEntry, FireQueue } from '../../src/scheduler/fire-queue.ts';
+import { FakeTimeProvider } from '../../src/testing/fake-time-provider.ts';
+import { RecordingTimeProvider } from './fixtures.ts';
+
+const start = Date.parse('2026-01-01T00:00:00.000Z');
+
+interface Entry extends DueEntry {
+  readonly name: string;
+  /** Due again this long after each time it is handed out; undefined: once. */
+  readonly everyMs?: number;
+}
+
+function setup(time: FakeTimeProvider = new FakeTimeProvider(start), recheckEveryMs?: number) {
+  const handed: Array<{ name: string; dueAt: number; now: number }> = [];
+  const steps: number[] = [];
+  const queue = new FireQueue<Entry>({
+    time,
+    onDue: (entry, now) => {
+      handed.push({ name: entry.name, dueAt: entry.dueAt, now });
+      return entry.everyMs === undefined ? undefined : entry.dueAt + entry.everyMs;
+    },
+    onClockStep: (stepMs) => steps.push(stepMs),
+    recheckEveryMs,
+  });
+  return { time, queue, handed, steps };
+}
+
+describe('FireQueue', () => {
+  it('hands out entries in due order (ties in their order) on one timer, however many it holds', async () => {
+    const { time, queue, handed } = setup();
+    for (let i = 0; i < 1_000; i++) {
+      queue.add({ name: `e${i}`, dueAt: start + 10_000 + ((i * 7_919) % 1_000) * 100, order: i });
+    }
+    queue.add({ name: 'tie-b', dueAt: start + 5_000, order: 2_000 });
+    queue.add({ name: 'tie-a', dueAt: start + 5_000, order: 1_001 });
+    queue.start();
+    expect(time.pendingTimers).toBe(1);
+    await time.advance(10_000 + 1_000 * 100);
+    expect(handed).toHaveLength(1_002);
+    expect(handed.slice(0, 2).map((entry) => entry.name)).toEqual(['tie-a', 'tie-b']);
+    const dueTimes = handed.map((entry) => entry.dueAt);
+    expect(dueTimes).toEqual([...dueTimes].sort((a, b) => a - b));
+    // Each was handed out on its instant, not a millisecond before or after.
+    expect(handed.every((entry) => entry.now === entry.dueAt)).toBe(true);
+    expect(queue.size).toBe(0);
+    expect(time.pendingTimers).toBe(0);
+  });
+
+  it('re-queues an entry at the instant onDue returns', async () => {
+    const { time, queue, handed } = setup();
+    queue.add({ name: 'tick', dueAt: start + 1_000, order: 0, everyMs: 1_000 });
+    queue.start();
+    await time.advance(3_500);
+    expect(handed.map((entry) => entry.now - start)).toEqual([1_000, 2_000, 3_000]);
+    expect(queue.peek()?.dueAt).toBe(start + 4_000);
+    queue.stop();
+    expect(time.pendingTimers).toBe(0);
+    await time.advance(5_000);
+    expect(handed).toHaveLength(3);
+  });
+
+  it('never sleeps longer than 1 s before reading the wall clock again', async () => {
+    const time = new RecordingTimeProvider(start);
+    const { queue, handed } = setup(time);
+    queue.add({ name: 'in-an-hour', dueAt: start + 3_600_000, order: 0 });
+    queue.start();
+    await time.advance(10_500);
+    expect(time.delays).toEqual(Array(11).fill(1_000));
+    expect(handed).toHaveLength(0);
+    expect(time.pendingTimers).toBe(1);
+  });
+
+  it('chunks a wait longer than one timer can hold (2^31 - 1 ms) and hands the entry out on its instant', async () => {
+    const time = new RecordingTimeProvider(start);
+    const { queue, handed } = setup(time, Number.POSITIVE_INFINITY);
+    const dueAt = start + 30 * 86_400_000; // 2,592,000,000 ms away
+    queue.add({ name: 'in-30-days', dueAt, order: 0 });
+    queue.start();
+    expect(time.delays).toEqual([maxTimerDelay]);
+    await time.advance(maxTimerDelay);
+    expect(handed).toHaveLength(0);
+    expect(time.delays).toEqual([maxTimerDelay, dueAt - start - maxTimerDelay]);
+    await time.advance(dueAt - start - maxTimerDelay);
+    expect(handed).toEqual([{ name: 'in-30-days', dueAt, now: dueAt }]);
+  });
+
+  it('a timer that fires early finds nothing due and re-arms for the rest', async () => {
+    const time = new RecordingTimeProvider(start);
+    time.earlyByMs = 300;
+    const { queue, handed } = setup(time);
+    queue.add({ name: 'soon', dueAt: start + 1_000, order: 0 });
+    queue.start();
+    await time.advance(699);
+    await time.advance(1); // the timer fires here, 300 ms early
+    expect(handed).toHaveLength(0);
+    expect(time.delays).toEqual([1_000, 300]);
+    await time.advance(300);
+    expect(handed).toEqual([{ name: 'soon', dueAt: start + 1_000, now: start + 1_000 }]);
+  });
+
+  it('notices a wall clock stepped forward within 1 s, and waits for one stepped back', async () => {
+    const { time, queue, handed, steps } = setup();
+    queue.add({ name: 'noon', dueAt: Date.parse('2026-01-01T12:00:00Z'), order: 0 });
+    queue.start();
+    await time.advance(5_000);
+    time.setNow(Date.parse('2026-01-01T12:00:10Z')); // NTP, or a VM resumed
+    await time.advance(1_000);
+    expect(handed).toHaveLength(1);
+    expect(handed[0]!.now).toBeLessThanOrEqual(Date.parse('2026-01-01T12:00:11Z'));
+    expect(steps).toHaveLength(1);
+    expect(steps[0]).toBeGreaterThan(11 * 3_600_000);
+
+    queue.add({ name: 'one-pm', dueAt: Date.parse('2026-01-01T13:00:00Z'), order: 1 });
+    time.setNow(Date.parse('2026-01-01T12:59:58Z'));
+    await time.advance(1_000);
+    time.setNow(Date.parse('2026-01-01T12:00:00Z')); // stepped back an hour, a second before the instant
+    await time.advance(2_000);
+    expect(handed).toHaveLength(1);
+    expect(steps.at(-1)).toBeLessThan(-3_500_000);
+    time.setNow(Date.parse('2026-01-01T12:59:59.500Z'));
+    await time.advance(1_000);
+    expect(handed.map((entry) => entry.name)).toEqual(['noon', 'one-pm']);
+    expect(handed[1]!.now).toBeGreaterThanOrEqual(handed[1]!.dueAt);
+  });
+
+  it('an entry added while running re-arms the timer when it is due first', async () => {
+    const { time, queue, handed } = setup(new FakeTimeProvider(start), Number.POSITIVE_INFINITY);
+    queue.add({ name: 'later', dueAt: start + 60_000, order: 0 });
+    queue.start();
+    queue.add({ name: 'sooner', dueAt: start + 1_000, order: 1 });
+    expect(time.pendingTimers).toBe(1);
+    await time.advance(1_000);
+    expect(handed.map((entry) => entry.name)).toEqual(['sooner']);
+  });
+});
