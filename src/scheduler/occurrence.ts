@@ -29,29 +29,68 @@ export function formatOccurrence(occurrence: Occurrence): string {
 }
 
 /**
+ * Parsed patterns, least recently used first. croner 11 keeps a year table of ~80 KB in every
+ * parsed pattern, so 1,300 distinct schedules kept parsed would hold ~100 MB: only the few in use
+ * stay parsed, the others are parsed again when asked (~0.15 ms).
+ */
+const parsedPatterns = new Map<string, Cron>();
+const parsedPatternsLimit = 16;
+
+function parsedPattern(schedule: string, timezone: string | undefined): Cron {
+  const key = `${timezone ?? ''} ${schedule}`;
+  let cron = parsedPatterns.get(key);
+  if (cron !== undefined) {
+    parsedPatterns.delete(key);
+  } else {
+    cron = new Cron(schedule, { timezone, paused: true });
+    if (parsedPatterns.size >= parsedPatternsLimit) {
+      parsedPatterns.delete(parsedPatterns.keys().next().value!);
+    }
+  }
+  parsedPatterns.set(key, cron);
+  return cron;
+}
+
+/**
  * A job's cron schedule as instants, computed by croner in the job's timezone. It only answers
- * questions about the schedule; firing is the runner's business.
+ * questions about the schedule; firing is the runner's business. Jobs with the same schedule and
+ * timezone can share one: it remembers its last answer, which they all ask for in turn.
+ *
+ * DST follows croner: a fixed-time schedule (`30 2 * * *`) whose time falls in the spring-forward
+ * gap runs once when the clock has jumped (03:00 CEST on 2026-03-29 in Europe/Berlin), and once,
+ * at the first pass, on a time that occurs twice; an interval schedule (`0 * * * *`,
+ * `*\/20 2 * * *`) skips the times of a gap and runs on both passes of a repeated time, once per
+ * real instant.
  */
 export class JobSchedule {
-  readonly #cron: Cron;
+  readonly schedule: string;
+  readonly timezone: string | undefined;
+  #askedAfter = Number.NaN;
+  #nextAfter: number | undefined;
 
+  /** The schedule is not parsed here: a resolved job's schedule was validated. */
   constructor(job: Pick<ResolvedJob, 'schedule' | 'timezone'>) {
-    this.#cron = new Cron(job.schedule, { timezone: job.timezone, paused: true });
+    this.schedule = job.schedule;
+    this.timezone = job.timezone;
   }
 
   /**
    * The latest instant at or before `instant`: the occurrence a fire at `instant` belongs to.
-   * Croner fires once its clock has reached the instant, so a fire landing exactly on it (or late)
-   * maps back to that instant, never to a later one.
+   * A fire landing exactly on an instant (or late) maps back to that instant, never to a later one.
    */
   latestAtOrBefore(instant: number): number | undefined {
     // previousRuns() excludes an instant equal to its reference, so look from 1 ms later.
-    return this.#cron.previousRuns(1, new Date(instant + 1))[0]?.getTime();
+    const [latest] = this.#cron().previousRuns(1, new Date(instant + 1));
+    return latest?.getTime();
   }
 
   /** The first instant strictly after `instant`. */
   nextAfter(instant: number): number | undefined {
-    return this.#cron.nextRun(new Date(instant))?.getTime() ?? undefined;
+    if (instant !== this.#askedAfter) {
+      this.#nextAfter = this.#cron().nextRun(new Date(instant))?.getTime() ?? undefined;
+      this.#askedAfter = instant;
+    }
+    return this.#nextAfter;
   }
 
   /**
@@ -60,13 +99,36 @@ export class JobSchedule {
    */
   between(after: number, before: number, limit: number): { instants: number[]; more: boolean } {
     const instants: number[] = [];
+    const cron = this.#cron();
     let cursor = after;
     for (;;) {
-      const next = this.nextAfter(cursor);
+      const next = cron.nextRun(new Date(cursor))?.getTime();
       if (next === undefined || next >= before) return { instants, more: false };
       if (instants.length === limit) return { instants, more: true };
       instants.push(next);
       cursor = next;
     }
+  }
+
+  #cron(): Cron {
+    return parsedPattern(this.schedule, this.timezone);
+  }
+}
+
+/**
+ * One {@link JobSchedule} per distinct schedule and timezone: 10,000 jobs often share a thousand
+ * schedules, and the jobs of one schedule ask it the same questions.
+ */
+export class JobSchedules {
+  readonly #byKey = new Map<string, JobSchedule>();
+
+  of(job: Pick<ResolvedJob, 'schedule' | 'timezone'>): JobSchedule {
+    const key = `${job.timezone ?? ''} ${job.schedule}`;
+    let schedule = this.#byKey.get(key);
+    if (schedule === undefined) {
+      schedule = new JobSchedule(job);
+      this.#byKey.set(key, schedule);
+    }
+    return schedule;
   }
 }

@@ -1,3 +1,4 @@
+import { Cron } from 'croner';
 import { describe, expect, it } from 'vitest';
 import { formatOccurrence, JobSchedule, occurrenceOf } from '../../src/scheduler/occurrence.ts';
 
@@ -39,6 +40,57 @@ describe('occurrences', () => {
       instants: [at('2026-01-01T00:00:01Z'), at('2026-01-01T00:00:02Z'), at('2026-01-01T00:00:03Z')],
       more: true,
     });
+  });
+
+  it('follows croner on DST days: a fixed time in the gap runs after it, an interval skips it; a doubled time runs once, an interval on both passes', () => {
+    const instants = (schedule: string, from: string, count: number) => {
+      const jobSchedule = new JobSchedule({ schedule, timezone: 'Europe/Berlin' });
+      const found: string[] = [];
+      let cursor = at(from);
+      for (let i = 0; i < count; i++) {
+        cursor = jobSchedule.nextAfter(cursor)!;
+        found.push(new Date(cursor).toISOString());
+      }
+      return found;
+    };
+    // March 29, 2026: 02:00 CET jumps to 03:00 CEST (01:00 UTC).
+    expect(instants('30 2 * * *', '2026-03-28T00:00:00Z', 3)).toEqual([
+      '2026-03-28T01:30:00.000Z',
+      '2026-03-29T01:00:00.000Z', // 03:00 CEST
+      '2026-03-30T00:30:00.000Z',
+    ]);
+    expect(instants('*/20 2 * * *', '2026-03-28T01:30:00Z', 2)).toEqual([
+      '2026-03-28T01:40:00.000Z',
+      '2026-03-30T00:00:00.000Z', // nothing on the 29th
+    ]);
+    // October 25, 2026: 03:00 CEST falls back to 02:00 CET (01:00 UTC).
+    expect(instants('30 2 * * *', '2026-10-24T00:00:00Z', 3)).toEqual([
+      '2026-10-24T00:30:00.000Z',
+      '2026-10-25T00:30:00.000Z', // the first pass only
+      '2026-10-26T01:30:00.000Z',
+    ]);
+    expect(instants('*/30 2 * * *', '2026-10-24T23:00:00Z', 5)).toEqual([
+      '2026-10-25T00:00:00.000Z',
+      '2026-10-25T00:30:00.000Z',
+      '2026-10-25T01:00:00.000Z', // 02:00 again, CET
+      '2026-10-25T01:30:00.000Z',
+      '2026-10-26T01:00:00.000Z',
+    ]);
+  });
+
+  it('answers as a freshly parsed croner pattern, however many schedules take turns (only a few stay parsed)', () => {
+    const schedules = Array.from({ length: 40 }, (_, i) => `${(i * 13) % 60} ${(i * 5) % 24} * * ${i % 7}`);
+    const shared = schedules.map((schedule) => new JobSchedule({ schedule, timezone: 'Europe/Berlin' }));
+    const instantsToAsk = ['2026-03-28T12:00:00Z', '2026-03-29T00:59:59Z', '2026-10-25T00:30:00Z'].map(at);
+    for (const instant of instantsToAsk) {
+      for (const [i, schedule] of schedules.entries()) {
+        const fresh = new Cron(schedule, { timezone: 'Europe/Berlin', paused: true });
+        expect(shared[i]!.nextAfter(instant)).toBe(fresh.nextRun(new Date(instant))!.getTime());
+        expect(shared[i]!.latestAtOrBefore(instant)).toBe(
+          fresh.previousRuns(1, new Date(instant + 1))[0]!.getTime(),
+        );
+      }
+    }
   });
 
   it('names an occurrence by job and instant', () => {

@@ -1,5 +1,5 @@
-import { Cron } from 'croner';
 import type { ResolvedConfig, ResolvedJob } from '../../scheduler/job.ts';
+import { JobSchedules } from '../../scheduler/occurrence.ts';
 import { hasRunLedger, type RunRecord } from '../../strategies/lock/run-ledger.ts';
 import {
   formatRelative,
@@ -48,14 +48,10 @@ function isoOrNull(epochMs: number | undefined): string | null {
   return epochMs === undefined ? null : new Date(epochMs).toISOString();
 }
 
-function nextRunOf(job: ResolvedJob, now: Date): Date | null {
+function nextRunOf(job: ResolvedJob, now: Date, schedules: JobSchedules): Date | null {
   if (!job.enabled) return null;
-  const cron = new Cron(job.schedule, { timezone: job.timezone, paused: true });
-  try {
-    return cron.nextRun(now);
-  } finally {
-    cron.stop();
-  }
+  const next = schedules.of(job).nextAfter(now.getTime());
+  return next === undefined ? null : new Date(next);
 }
 
 /** Each job's latest run, or `undefined` when the store keeps no ledger or cannot be read. */
@@ -92,8 +88,13 @@ async function lastRuns(
   }
 }
 
-function toEntry(job: ResolvedJob, now: Date, lastRun: RunRecord | undefined): JobListEntry {
-  const nextRun = nextRunOf(job, now);
+function toEntry(
+  job: ResolvedJob,
+  now: Date,
+  lastRun: RunRecord | undefined,
+  schedules: JobSchedules,
+): JobListEntry {
+  const nextRun = nextRunOf(job, now, schedules);
   return {
     name: job.name,
     schedule: job.schedule,
@@ -155,7 +156,8 @@ export async function listJobs(helpers: CommandHelpers, options: { json: boolean
   const config = await helpers.loadConfig();
   const now = new Date();
   const runs = await lastRuns(config, helpers);
-  const entries = config.jobs.map((job) => toEntry(job, now, runs?.get(job.name)));
+  const schedules = new JobSchedules();
+  const entries = config.jobs.map((job) => toEntry(job, now, runs?.get(job.name), schedules));
   if (options.json) {
     helpers.stdout.write(`${JSON.stringify(entries, null, 2)}\n`);
   } else if (entries.length === 0) {
