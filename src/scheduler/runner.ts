@@ -1,4 +1,3 @@
-import { Cron } from 'croner';
 import { systemTimeProvider, type TimeProvider, type TimerHandle } from '../pipeline/time.ts';
 import { hasRunLedger } from '../strategies/lock/run-ledger.ts';
 import { describeError } from './credentials.ts';
@@ -13,8 +12,9 @@ import {
   type SchedulerLogger,
   type SkipReason,
 } from './fire.ts';
+import { type DueEntry, FireQueue } from './fire-queue.ts';
 import type { ResolvedConfig, ResolvedJob } from './job.ts';
-import { JobSchedule } from './occurrence.ts';
+import { type JobSchedule, JobSchedules } from './occurrence.ts';
 import { StoreClock } from './store-clock.ts';
 
 export type { FireResult, SchedulerLogger, SkipReason };
@@ -25,7 +25,7 @@ export interface JobRunnerOptions {
   logger: SchedulerLogger;
   /** Only these jobs (by name), even if disabled. Defaults to every enabled job. */
   jobs?: string[];
-  /** The clock. Defaults to the system clock (croner reads the system clock too). */
+  /** The clock every fire is timed on. Defaults to the system clock. */
   timeProvider?: TimeProvider;
   /** How often the offset to the store's clock is re-learnt. Defaults to 60 s. */
   clockRefreshMs?: number;
@@ -45,20 +45,40 @@ interface InFlightFire {
   done: Promise<FireResult>;
 }
 
-interface ScheduledJob {
-  readonly firer: JobFirer;
-  readonly schedule: JobSchedule;
-  cron: Cron | undefined;
-  /** The latest occurrence this instance has handled (fired, or passed at start). */
-  last: number | undefined;
+/** A job in the runner's fire queue; its pipeline is built when it first fires. */
+class ScheduledJob implements DueEntry {
+  /** The job's next instant (the queue's key). */
+  dueAt = Number.NaN;
+  /**
+   * Every occurrence at or before this instant is handled: fired, caught up, or passed before
+   * the start. No instant of the schedule lies between it and `dueAt`.
+   */
+  handledThrough = Number.NaN;
+  #firer: JobFirer | undefined;
+
+  constructor(
+    readonly job: ResolvedJob,
+    readonly schedule: JobSchedule,
+    readonly order: number,
+    readonly environment: FireEnvironment,
+  ) {}
+
+  get firer(): JobFirer {
+    this.#firer ??= new JobFirer(this.job, this.environment);
+    return this.#firer;
+  }
 }
 
 /** How many occurrences a late fire enumerates when it reports those that passed unfired. */
 const missedReportLimit = 100;
 
+/** Up to this many jobs, the `runner started` line lists them; beyond, a debug line does. */
+const listedJobsLimit = 20;
+
 /**
- * Schedules jobs with croner and fires every occurrence through the job's pipeline
- * (see {@link JobFirer}): the engine behind `resil run`.
+ * Schedules jobs on one timer (a {@link FireQueue} of each job's next instant, which croner
+ * computes) and fires every occurrence through the job's pipeline (see {@link JobFirer}, built at
+ * the job's first fire): the engine behind `resil run`.
  *
  * @example
  * const runner = new JobRunner({ config: await loadConfig(), logger: createLogger() });
@@ -72,6 +92,7 @@ export class JobRunner {
   readonly #clock: StoreClock;
   readonly #environment: FireEnvironment;
   readonly #jobs: ScheduledJob[];
+  readonly #queue: FireQueue<ScheduledJob>;
   readonly #inFlight = new Set<InFlightFire>();
   readonly #events = new SchedulerEvents();
   readonly #clockRefreshMs: number;
@@ -92,17 +113,24 @@ export class JobRunner {
     });
     this.#events.on(logSchedulerEvents(this.#logger));
     this.#environment = environmentFor(options.config, this.#clock, this.#time, this.#logger, this.#events);
-    this.#jobs = selectJobs(options.config, options.jobs).map((job) => ({
-      firer: new JobFirer(job, this.#environment),
-      schedule: new JobSchedule(job),
-      cron: undefined,
-      last: undefined,
-    }));
+    const schedules = new JobSchedules();
+    this.#jobs = selectJobs(options.config, options.jobs).map(
+      (job, order) => new ScheduledJob(job, schedules.of(job), order, this.#environment),
+    );
+    this.#queue = new FireQueue({
+      time: this.#time,
+      onDue: (scheduled, now) => this.#onDue(scheduled, now),
+      onClockStep: (stepMs) =>
+        this.#logger.info(
+          { stepMs },
+          `the wall clock stepped ${stepMs > 0 ? 'forward' : 'back'}: every job's next instant is checked against it`,
+        ),
+    });
   }
 
   /** The jobs this runner schedules. */
   get jobs(): readonly ResolvedJob[] {
-    return this.#jobs.map((scheduled) => scheduled.firer.job);
+    return this.#jobs.map((scheduled) => scheduled.job);
   }
 
   /** Subscribes to the runner's events (one per fire's start and end, retries, ...); returns the unsubscribe. */
@@ -142,37 +170,19 @@ export class JobRunner {
 
     const startedAt = this.#time.now();
     for (const scheduled of this.#jobs) {
-      const { job } = scheduled.firer;
       // Occurrences before the start are not this instance's to fire (catch-up decides those).
-      scheduled.last = scheduled.schedule.latestAtOrBefore(startedAt);
-      scheduled.cron = new Cron(
-        job.schedule,
-        {
-          timezone: job.timezone,
-          // Fires never throw (every error becomes a logged result); this only guards against a bug.
-          catch: (error) => this.#logger.error({ job: job.name, err: error }, 'unexpected error in a fire'),
-          // No `protect`: overlapping fires must reach the lock, which skips them fleet-wide and logs why.
-        },
-        () => this.#onCronFire(scheduled),
-      );
+      scheduled.handledThrough = startedAt;
+      const next = scheduled.schedule.nextAfter(startedAt);
+      if (next === undefined) continue;
+      scheduled.dueAt = next;
+      this.#queue.add(scheduled);
     }
-    this.#logger.info(
-      {
-        jobs: this.#jobs.map(({ firer, cron }) => ({
-          name: firer.job.name,
-          schedule: firer.job.schedule,
-          timezone: firer.job.timezone,
-          nextRun: cron?.nextRun()?.toISOString() ?? null,
-          lock: firer.job.lock === false ? false : firer.job.lock.key,
-        })),
-        store: store.constructor?.name,
-      },
-      `runner started: ${this.#jobs.length} job(s) scheduled`,
-    );
+    this.#queue.start();
+    this.#logStarted(store);
     // Deciding is a few ledger reads; the catch-up runs themselves go on in the background.
     await Promise.all(
       this.#jobs
-        .filter(({ firer }) => firer.job.catchUpMs !== undefined)
+        .filter(({ job }) => job.catchUpMs !== undefined)
         .map((scheduled) => this.#catchUp(scheduled)),
     );
   }
@@ -198,7 +208,7 @@ export class JobRunner {
     }
     const job = this.#config.jobs.find((candidate) => candidate.name === name);
     if (job === undefined) return Promise.reject(this.unknownJob(name));
-    const scheduled = this.#jobs.find((candidate) => candidate.firer.job === job);
+    const scheduled = this.#jobs.find((candidate) => candidate.job === job);
     const firer = scheduled?.firer ?? new JobFirer(job, this.#environment);
     return this.#track(firer, Math.round(this.#clock.now()), { kind: 'manual' });
   }
@@ -211,7 +221,7 @@ export class JobRunner {
   async #stop(graceMs: number): Promise<void> {
     const wasRunning = this.#state === 'running';
     this.#state = 'stopping';
-    for (const scheduled of this.#jobs) scheduled.cron?.stop();
+    this.#queue.stop();
     if (this.#refreshTimer !== undefined) this.#time.clearTimeout(this.#refreshTimer);
     if (!wasRunning) return;
 
@@ -255,24 +265,63 @@ export class JobRunner {
     return result;
   }
 
-  #onCronFire(scheduled: ScheduledJob): void {
-    if (this.#state !== 'running') return;
-    const firedAt = this.#time.now();
-    const scheduledAt = scheduled.schedule.latestAtOrBefore(firedAt);
-    if (scheduledAt === undefined) return;
-    const last = scheduled.last;
-    const { job } = scheduled.firer;
-    if (last !== undefined && scheduledAt <= last) {
-      // The machine's clock stepped back: this occurrence was handled already.
-      this.#logger.debug(
-        { job: job.name, scheduledAt: new Date(scheduledAt).toISOString() },
-        'repeated fire ignored',
+  #logStarted(store: object): void {
+    const summary = (scheduled: ScheduledJob) => ({
+      name: scheduled.job.name,
+      schedule: scheduled.job.schedule,
+      timezone: scheduled.job.timezone,
+      nextRun: Number.isNaN(scheduled.dueAt) ? null : new Date(scheduled.dueAt).toISOString(),
+      lock: scheduled.job.lock === false ? false : scheduled.job.lock.key,
+    });
+    const first = this.#queue.peek();
+    const fields = {
+      jobCount: this.#jobs.length,
+      earliest:
+        first === undefined ? null : { job: first.job.name, nextRun: new Date(first.dueAt).toISOString() },
+      store: store.constructor?.name,
+    };
+    // A line per start, not a megabyte: past a few jobs the list goes to debug.
+    if (this.#jobs.length <= listedJobsLimit) {
+      this.#logger.info(
+        { ...fields, jobs: this.#jobs.map(summary) },
+        `runner started: ${this.#jobs.length} job(s) scheduled`,
       );
       return;
     }
-    if (last !== undefined) this.#reportUnfired(scheduled, last, scheduledAt);
-    scheduled.last = scheduledAt;
-    this.#track(scheduled.firer, scheduledAt, { kind: 'scheduled' });
+    this.#logger.info(fields, `runner started: ${this.#jobs.length} job(s) scheduled`);
+    this.#logger.debug({ jobs: this.#jobs.map(summary) }, 'scheduled jobs');
+  }
+
+  /** The queue found `scheduled` due at `now`: fires its occurrence, returns its next instant. */
+  #onDue(scheduled: ScheduledJob, now: number): number | undefined {
+    const { job, schedule } = scheduled;
+    try {
+      let scheduledAt = scheduled.dueAt;
+      let next = schedule.nextAfter(scheduledAt);
+      if (next !== undefined && next <= now) {
+        // Later than the next instant too (a frozen process, a busy loop, a clock stepped forward):
+        // only the latest passed occurrence fires.
+        scheduledAt = schedule.latestAtOrBefore(now) ?? scheduledAt;
+        next = schedule.nextAfter(scheduledAt);
+      }
+      const last = scheduled.handledThrough;
+      if (scheduledAt <= last) {
+        // Catch-up ran this occurrence already (the store's clock was ahead of this one's).
+        this.#logger.debug(
+          { job: job.name, scheduledAt: new Date(scheduledAt).toISOString() },
+          'repeated fire ignored',
+        );
+        return schedule.nextAfter(last);
+      }
+      if (scheduledAt !== scheduled.dueAt) this.#reportUnfired(scheduled, last, scheduledAt);
+      scheduled.handledThrough = scheduledAt;
+      this.#track(scheduled.firer, scheduledAt, { kind: 'scheduled' });
+      return next;
+    } catch (error) {
+      // Fires never throw (every error becomes a logged result); this only guards against a bug.
+      this.#logger.error({ job: job.name, err: error }, 'unexpected error in a fire');
+      return schedule.nextAfter(Math.max(now, scheduled.handledThrough));
+    }
   }
 
   /** A fire came so late that earlier occurrences passed without one (a frozen process, a busy loop). */
@@ -281,7 +330,7 @@ export class JobRunner {
     if (instants.length === 0) return;
     this.#logger.warn(
       {
-        job: scheduled.firer.job.name,
+        job: scheduled.job.name,
         outcome: 'skipped',
         reason: 'missed',
         count: more ? `>${missedReportLimit}` : instants.length,
@@ -308,7 +357,7 @@ export class JobRunner {
   }
 
   async #catchUp(scheduled: ScheduledJob): Promise<void> {
-    const { job } = scheduled.firer;
+    const { job } = scheduled;
     const ledger = this.#environment.ledger;
     if (ledger === undefined) return;
     const now = this.#clock.now();
@@ -337,7 +386,7 @@ export class JobRunner {
     }
     if (this.#state !== 'running') return;
     log.info({ scheduledAt }, 'catching up a missed occurrence');
-    if (scheduled.last === undefined || scheduled.last < latest) scheduled.last = latest;
+    if (scheduled.handledThrough < latest) scheduled.handledThrough = latest;
     this.#track(scheduled.firer, latest, { kind: 'catch-up' });
   }
 

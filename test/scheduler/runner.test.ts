@@ -1,61 +1,47 @@
 /**
- * JobRunner with croner, on vitest's fake timers: croner reads the global Date and setTimeout,
- * so the runner's clock here is the (faked) globals, and no test sleeps.
+ * JobRunner on a FakeTimeProvider: its one timer, the store's clock and every lease run on it,
+ * so no test sleeps and a test can step the wall clock alone (`setNow`).
  */
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { TimeProvider } from '../../src/pipeline/time.ts';
+import { describe, expect, it } from 'vitest';
 import { isShutdownError, isUnknownJobError } from '../../src/scheduler/errors.ts';
 import type { ResolvedJob } from '../../src/scheduler/job.ts';
 import { JobRunner, runJobNow } from '../../src/scheduler/runner.ts';
+import { FakeTimeProvider } from '../../src/testing/fake-time-provider.ts';
 import {
   ControlledStore,
   completeOccurrence,
   JobProbe,
   RecordingLogger,
+  RecordingTimeProvider,
   resolvedConfig,
   resolvedJob,
 } from './fixtures.ts';
 
 const start = Date.parse('2026-01-01T02:00:00.000Z');
 
-/** The faked globals as a TimeProvider (vitest replaces `performance` too, so read it lazily). */
-const globalsTime: TimeProvider = {
-  now: () => Date.now(),
-  monotonic: () => Date.now(),
-  setTimeout: (callback, ms) => setTimeout(callback, ms),
-  clearTimeout: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>),
-};
-
 function setup(
   jobs: (probe: JobProbe, store: ControlledStore) => ResolvedJob[],
-  behaviour: 'immediate' | 'hold' = 'immediate',
-  shutdownGraceMs = 30_000,
+  {
+    behaviour = 'immediate',
+    shutdownGraceMs = 30_000,
+    time = new FakeTimeProvider(start + 300),
+  }: { behaviour?: 'immediate' | 'hold'; shutdownGraceMs?: number; time?: FakeTimeProvider } = {},
 ) {
-  const store = new ControlledStore(globalsTime);
-  const probe = new JobProbe(globalsTime, store, behaviour);
+  const store = new ControlledStore(time);
+  const probe = new JobProbe(time, store, behaviour);
   const logger = new RecordingLogger();
   const config = resolvedConfig(store, jobs(probe, store), { shutdownGraceMs });
-  const runner = new JobRunner({ config, logger, timeProvider: globalsTime, abortSettleMs: 1_000 });
-  return { store, probe, logger, config, runner };
+  const runner = new JobRunner({ config, logger, timeProvider: time, abortSettleMs: 1_000 });
+  return { time, store, probe, logger, config, runner };
 }
 
 const scheduledTimes = (probe: JobProbe) => probe.calls.map((call) => call.ctx.scheduledAt.toISOString());
 
 describe('JobRunner', () => {
-  beforeEach(() => {
-    vi.useFakeTimers({
-      toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'],
-      now: start + 300,
-    });
-  });
-  afterEach(() => {
-    vi.useRealTimers();
-  });
-
   it('fires every occurrence on its instant with scheduledAt, and logs one line per fire', async () => {
-    const { probe, logger, runner } = setup((probe) => [resolvedJob({ run: probe.run })]);
+    const { time, probe, logger, runner } = setup((probe) => [resolvedJob({ run: probe.run })]);
     await runner.start();
-    await vi.advanceTimersByTimeAsync(3_000);
+    await time.advance(3_000);
     await runner.stop();
 
     expect(scheduledTimes(probe)).toEqual([
@@ -74,6 +60,7 @@ describe('JobRunner', () => {
     ]);
     expect(logger.lines.find((line) => line.msg?.startsWith('runner started'))).toMatchObject({
       instance: 'test-instance',
+      jobCount: 1,
       jobs: [
         { name: 'report', schedule: '* * * * * *', nextRun: '2026-01-01T02:00:01.000Z', lock: 'report' },
       ],
@@ -81,12 +68,12 @@ describe('JobRunner', () => {
   });
 
   it('a fire that comes late runs the latest passed occurrence and reports those that passed unfired', async () => {
-    const { probe, logger, runner } = setup((probe) => [resolvedJob({ run: probe.run })]);
+    const { time, probe, logger, runner } = setup((probe) => [resolvedJob({ run: probe.run })]);
     await runner.start();
-    await vi.advanceTimersByTimeAsync(700); // fires 02:00:01
-    // The process freezes for 5 s (its timers fire late, its clock moved on).
-    vi.setSystemTime(Date.now() + 5_000);
-    await vi.advanceTimersByTimeAsync(1_000);
+    await time.advance(700); // fires 02:00:01
+    // The wall clock moves on 5 s while no timer runs (a frozen process, a VM paused).
+    time.setNow(time.now() + 5_000);
+    await time.advance(1_000);
     await runner.stop();
 
     expect(scheduledTimes(probe)).toEqual(['2026-01-01T02:00:01.000Z', '2026-01-01T02:00:07.000Z']);
@@ -100,11 +87,13 @@ describe('JobRunner', () => {
   });
 
   it('skips a fire while the previous run of the job still runs (overlap)', async () => {
-    const { probe, logger, runner } = setup((probe) => [resolvedJob({ run: probe.run })], 'hold');
+    const { time, probe, logger, runner } = setup((probe) => [resolvedJob({ run: probe.run })], {
+      behaviour: 'hold',
+    });
     await runner.start();
-    await vi.advanceTimersByTimeAsync(2_000);
+    await time.advance(2_000);
     probe.finishAll();
-    await vi.advanceTimersByTimeAsync(1_000);
+    await time.advance(1_000);
     probe.finishAll();
     await runner.stop();
     expect(logger.fires().map((line) => [line.scheduledAt, line.outcome, line.reason])).toEqual([
@@ -120,8 +109,9 @@ describe('JobRunner', () => {
     ];
 
     it('runs the latest occurrence inside the window once when the ledger has seen the job but not it', async () => {
-      vi.setSystemTime(start + 10 * 60_000);
-      const { store, probe, logger, runner } = setup(hourly);
+      const { store, probe, logger, runner } = setup(hourly, {
+        time: new FakeTimeProvider(start + 10 * 60_000),
+      });
       await completeOccurrence(store.inner, 'report', start - 2 * 3_600_000);
       await runner.start();
       await runner.idle();
@@ -134,8 +124,7 @@ describe('JobRunner', () => {
     });
 
     it('does not backfill a job the ledger has never seen', async () => {
-      vi.setSystemTime(start + 10 * 60_000);
-      const { probe, logger, runner } = setup(hourly);
+      const { probe, logger, runner } = setup(hourly, { time: new FakeTimeProvider(start + 10 * 60_000) });
       await runner.start();
       await runner.idle();
       await runner.stop();
@@ -144,18 +133,17 @@ describe('JobRunner', () => {
     });
 
     it('does nothing when the latest occurrence completed, or lies outside the window', async () => {
-      vi.setSystemTime(start + 10 * 60_000);
-      const done = setup(hourly);
+      const done = setup(hourly, { time: new FakeTimeProvider(start + 10 * 60_000) });
       await completeOccurrence(done.store.inner, 'report', start);
       await done.runner.start();
       await done.runner.idle();
       await done.runner.stop();
       expect(done.probe.calls).toHaveLength(0);
 
-      vi.setSystemTime(start + 100 * 60_000 - 300);
-      const outside = setup((probe) => [
-        resolvedJob({ run: probe.run, schedule: '0 2 * * *', catchUpMs: 90 * 60_000 }),
-      ]);
+      const outside = setup(
+        (probe) => [resolvedJob({ run: probe.run, schedule: '0 2 * * *', catchUpMs: 90 * 60_000 })],
+        { time: new FakeTimeProvider(start + 100 * 60_000 - 300) },
+      );
       await completeOccurrence(outside.store.inner, 'report', start - 86_400_000);
       await outside.runner.start();
       await outside.runner.idle();
@@ -166,14 +154,16 @@ describe('JobRunner', () => {
 
   describe('stop()', () => {
     it('lets a running job finish within the grace period, and fires nothing after', async () => {
-      const { store, probe, logger, runner } = setup((probe) => [resolvedJob({ run: probe.run })], 'hold');
+      const { time, store, probe, logger, runner } = setup((probe) => [resolvedJob({ run: probe.run })], {
+        behaviour: 'hold',
+      });
       await runner.start();
-      await vi.advanceTimersByTimeAsync(1_000);
+      await time.advance(1_000);
       const stopped = runner.stop();
-      await vi.advanceTimersByTimeAsync(500);
+      await time.advance(500);
       probe.finishAll();
       await stopped;
-      await vi.advanceTimersByTimeAsync(5_000);
+      await time.advance(5_000);
       expect(scheduledTimes(probe)).toEqual(['2026-01-01T02:00:01.000Z']);
       expect(logger.fires().map((line) => line.outcome)).toEqual(['success']);
       expect(probe.calls[0]!.ctx.signal.aborted).toBe(false);
@@ -181,18 +171,17 @@ describe('JobRunner', () => {
     });
 
     it('aborts the job signal with ShutdownError after the grace period and releases the lease', async () => {
-      const { store, probe, logger, runner } = setup(
-        (probe) => [resolvedJob({ run: probe.run })],
-        'hold',
-        2_000,
-      );
+      const { time, store, probe, logger, runner } = setup((probe) => [resolvedJob({ run: probe.run })], {
+        behaviour: 'hold',
+        shutdownGraceMs: 2_000,
+      });
       await runner.start();
-      await vi.advanceTimersByTimeAsync(1_000);
+      await time.advance(1_000);
       expect(await store.inspect('report')).toBeDefined();
       const stopped = runner.stop();
-      await vi.advanceTimersByTimeAsync(1_999);
+      await time.advance(1_999);
       expect(probe.calls[0]!.ctx.signal.aborted).toBe(false);
-      await vi.advanceTimersByTimeAsync(1);
+      await time.advance(1);
       await stopped;
       expect(isShutdownError(probe.calls[0]!.ctx.signal.reason)).toBe(true);
       expect(logger.fires()).toEqual([expect.objectContaining({ outcome: 'failure' })]);
@@ -200,15 +189,13 @@ describe('JobRunner', () => {
     });
 
     it('stops even when a job ignores its aborted signal', async () => {
-      const { logger, runner } = setup(
-        () => [resolvedJob({ run: () => new Promise(() => {}) })],
-        'immediate',
-        1_000,
-      );
+      const { time, logger, runner } = setup(() => [resolvedJob({ run: () => new Promise(() => {}) })], {
+        shutdownGraceMs: 1_000,
+      });
       await runner.start();
-      await vi.advanceTimersByTimeAsync(1_000);
+      await time.advance(1_000);
       const stopped = runner.stop();
-      await vi.advanceTimersByTimeAsync(2_000);
+      await time.advance(2_000);
       await stopped;
       const stuck = logger.lines.find(
         (line) => line.level === 'error' && line.msg?.includes('ignored their aborted signal'),
@@ -221,10 +208,10 @@ describe('JobRunner', () => {
     });
 
     it('drops a fire still waiting for the store clock (never early) at once', async () => {
-      const { store, probe, logger, runner } = setup((probe) => [resolvedJob({ run: probe.run })]);
+      const { time, store, probe, logger, runner } = setup((probe) => [resolvedJob({ run: probe.run })]);
       store.skewMs = -5_000;
       await runner.start();
-      await vi.advanceTimersByTimeAsync(1_000); // fires 02:00:01, which the store reaches only in 5 s
+      await time.advance(1_000); // fires 02:00:01, which the store reaches only in 5 s
       await runner.stop();
       expect(probe.calls).toHaveLength(0);
       expect(logger.fires()).toEqual([expect.objectContaining({ outcome: 'skipped', reason: 'shutdown' })]);
@@ -232,12 +219,12 @@ describe('JobRunner', () => {
   });
 
   it('stays up through a store outage: fires skip as store-unavailable, then resume', async () => {
-    const { store, probe, logger, runner } = setup((probe) => [resolvedJob({ run: probe.run })]);
+    const { time, store, probe, logger, runner } = setup((probe) => [resolvedJob({ run: probe.run })]);
     await runner.start();
     store.down = true;
-    await vi.advanceTimersByTimeAsync(2_000);
+    await time.advance(2_000);
     store.down = false;
-    await vi.advanceTimersByTimeAsync(1_000);
+    await time.advance(1_000);
     await runner.stop();
     expect(logger.fires().map((line) => [line.scheduledAt, line.outcome, line.reason])).toEqual([
       ['2026-01-01T02:00:01.000Z', 'skipped', 'store-unavailable'],
@@ -248,7 +235,7 @@ describe('JobRunner', () => {
   });
 
   it('schedules only the named jobs (a disabled one too) and rejects an unknown name', async () => {
-    const store = new ControlledStore(globalsTime);
+    const store = new ControlledStore(new FakeTimeProvider(start));
     const jobs = [
       resolvedJob({ name: 'a', run: () => {} }),
       resolvedJob({ name: 'b', run: () => {}, enabled: false }),
@@ -278,15 +265,174 @@ describe('JobRunner', () => {
 });
 
 describe('runJobNow', () => {
-  it('runs the job now through its pipeline and reports a held lock as skipped', async () => {
-    const store = new ControlledStore(globalsTime);
-    const probe = new JobProbe(globalsTime, store);
+  it('runs the job now through its pipeline and reports a held lease as skipped (overlap)', async () => {
+    const time = new FakeTimeProvider(start);
+    const store = new ControlledStore(time);
+    const probe = new JobProbe(time, store);
     const config = resolvedConfig(store, [resolvedJob({ run: probe.run })]);
     const logger = new RecordingLogger();
-    expect(await runJobNow(config, 'report', logger)).toEqual({ outcome: 'success', token: 1, attempts: 1 });
+    const options = { timeProvider: time };
+    expect(await runJobNow(config, 'report', logger, options)).toEqual({
+      outcome: 'success',
+      token: 1,
+      attempts: 1,
+    });
     expect(probe.calls).toHaveLength(1);
     await store.acquire('report', 'elsewhere', 60_000);
-    expect(await runJobNow(config, 'report', logger)).toEqual({ outcome: 'skipped', reason: 'overlap' });
-    await expect(runJobNow(config, 'nope', logger)).rejects.toMatchObject({ code: 'UNKNOWN_JOB' });
+    expect(await runJobNow(config, 'report', logger, options)).toEqual({
+      outcome: 'skipped',
+      reason: 'overlap',
+    });
+    await expect(runJobNow(config, 'nope', logger, options)).rejects.toMatchObject({ code: 'UNKNOWN_JOB' });
+  });
+});
+
+/** A logger that also keeps the bindings of every child it hands out (a job's firer takes one). */
+class ChildTrackingLogger extends RecordingLogger {
+  constructor(
+    readonly children: Array<Record<string, unknown>> = [],
+    lines: RecordingLogger['lines'] = [],
+    bindings: Record<string, unknown> = {},
+  ) {
+    super(lines, bindings);
+  }
+  override child(bindings: Record<string, unknown>): ChildTrackingLogger {
+    this.children.push(bindings);
+    return new ChildTrackingLogger(this.children, this.lines, { ...this.bindings, ...bindings });
+  }
+}
+
+/** `m h * * *` schedules, spread over the day but never in 02:xx UTC (these tests' first hour). */
+const idleSchedules = (count: number) =>
+  Array.from({ length: count }, (_, i) => `${(i * 7) % 60} ${3 + ((i * 11) % 20)} * * *`);
+
+describe('JobRunner: one timer', () => {
+  it('schedules many jobs on one timer and builds a job pipeline only when the job first fires', async () => {
+    const time = new FakeTimeProvider(start + 300);
+    const store = new ControlledStore(time);
+    const probe = new JobProbe(time, store);
+    const logger = new ChildTrackingLogger();
+    const jobs = [
+      ...idleSchedules(1_000).map((schedule, i) =>
+        resolvedJob({ name: `idle-${i}`, schedule, run: probe.run }),
+      ),
+      resolvedJob({ name: 'busy', schedule: '*/2 * * * * *', run: probe.run }),
+    ];
+    const runner = new JobRunner({ config: resolvedConfig(store, jobs), logger, timeProvider: time });
+    await runner.start();
+    // The fire queue's timer and the store clock's refresh: none per job.
+    expect(time.pendingTimers).toBe(2);
+    await time.advance(4_000);
+    expect(scheduledTimes(probe)).toEqual(['2026-01-01T02:00:02.000Z', '2026-01-01T02:00:04.000Z']);
+    // A job's firer (and its log lines) take a child logger bound to the job: idle ones have none.
+    const jobsWithChildren = new Set(logger.children.map((bindings) => bindings.job).filter(Boolean));
+    expect([...jobsWithChildren]).toEqual(['busy']);
+
+    const started = logger.lines.find((line) => line.msg?.startsWith('runner started'));
+    expect(started).toMatchObject({
+      msg: 'runner started: 1001 job(s) scheduled',
+      jobCount: 1_001,
+      earliest: { job: 'busy', nextRun: '2026-01-01T02:00:02.000Z' },
+    });
+    expect(started).not.toHaveProperty('jobs');
+    expect(JSON.stringify(started).length).toBeLessThan(500);
+    const listed = logger.lines.find((line) => line.msg === 'scheduled jobs')!;
+    expect(listed.level).toBe('debug');
+    expect(listed.jobs).toHaveLength(1_001);
+    expect((listed.jobs as unknown[])[0]).toEqual({
+      name: 'idle-0',
+      schedule: '0 3 * * *',
+      timezone: 'UTC',
+      nextRun: '2026-01-01T03:00:00.000Z',
+      lock: 'idle-0',
+    });
+    await runner.stop();
+    expect(time.pendingTimers).toBe(0);
+  });
+
+  it('never fires an occurrence before its instant when its timer fires early', async () => {
+    const time = new RecordingTimeProvider(start + 300);
+    time.earlyByMs = 400;
+    const { probe, logger, runner } = setup((probe) => [resolvedJob({ run: probe.run })], { time });
+    await runner.start();
+    await time.advance(3_000);
+    await runner.stop();
+    expect(scheduledTimes(probe)).toEqual([
+      '2026-01-01T02:00:01.000Z',
+      '2026-01-01T02:00:02.000Z',
+      '2026-01-01T02:00:03.000Z',
+    ]);
+    expect(logger.fires().map((line) => line.lateMs)).toEqual([0, 0, 0]);
+  });
+
+  it('notices a wall clock stepped forward within 1 s, and fires the occurrence it stepped over', async () => {
+    const { time, probe, logger, runner } = setup((probe) => [
+      resolvedJob({ run: probe.run, schedule: '0 3 * * *', startingDeadlineMs: 60_000 }),
+    ]);
+    await runner.start();
+    await time.advance(10_000);
+    time.setNow(Date.parse('2026-01-01T03:00:05.000Z')); // NTP corrects a clock an hour slow
+    await time.advance(1_000);
+    expect(scheduledTimes(probe)).toEqual(['2026-01-01T03:00:00.000Z']);
+    expect(probe.calls[0]!.startedAt).toBeLessThanOrEqual(Date.parse('2026-01-01T03:00:06.000Z'));
+    expect(logger.lines.find((line) => line.msg?.startsWith('the wall clock stepped forward'))).toMatchObject(
+      { level: 'info', stepMs: expect.any(Number) },
+    );
+    await runner.stop();
+  });
+
+  it('waits for a wall clock stepped back: no occurrence early, none twice', async () => {
+    const { time, probe, runner } = setup((probe) => [
+      resolvedJob({ run: probe.run, schedule: '*/10 * * * * *' }),
+    ]);
+    await runner.start();
+    await time.advance(10_000); // fires 02:00:10
+    time.setNow(time.now() - 30_000); // 01:59:40.3
+    await time.advance(29_000);
+    expect(scheduledTimes(probe)).toEqual(['2026-01-01T02:00:10.000Z']);
+    await time.advance(11_000);
+    await runner.stop();
+    expect(scheduledTimes(probe)).toEqual(['2026-01-01T02:00:10.000Z', '2026-01-01T02:00:20.000Z']);
+    expect(probe.calls.every((call) => call.startedAt >= call.ctx.scheduledAt.getTime())).toBe(true);
+  });
+});
+
+describe('JobRunner: DST (Europe/Berlin, 2026)', () => {
+  const berlin = (probe: JobProbe) => [
+    resolvedJob({ name: 'nightly', schedule: '30 2 * * *', timezone: 'Europe/Berlin', run: probe.run }),
+    resolvedJob({ name: 'hourly', schedule: '0 * * * *', timezone: 'Europe/Berlin', run: probe.run }),
+  ];
+
+  /** Each job's fires over the 28 hours after `from` (00:00 local on the day of the change). */
+  async function firesOver28Hours(from: string) {
+    const { time, probe, runner } = setup(berlin, { time: new FakeTimeProvider(Date.parse(from) + 300) });
+    await runner.start();
+    await time.advance(28 * 3_600_000);
+    await runner.stop();
+    const of = (job: string) =>
+      probe.calls.filter((call) => call.ctx.job === job).map((call) => call.ctx.scheduledAt.toISOString());
+    return { nightly: of('nightly'), hourly: of('hourly') };
+  }
+  const hoursFrom = (from: string, count: number) =>
+    Array.from({ length: count }, (_, i) => new Date(Date.parse(from) + (i + 1) * 3_600_000).toISOString());
+
+  it('March 29 (02:00 CET jumps to 03:00 CEST): 02:30 does not exist, the fixed-time job runs once at 03:00 CEST, the hourly job once per real hour', async () => {
+    const { nightly, hourly } = await firesOver28Hours('2026-03-28T23:00:00.000Z'); // 00:00 CET
+    expect(nightly).toEqual([
+      '2026-03-29T01:00:00.000Z', // 03:00 CEST: the first instant after the gap (croner's rule for fixed times)
+      '2026-03-30T00:30:00.000Z', // 02:30 CEST
+    ]);
+    // 01:00 CET, then 03:00 CEST (01:00 UTC): no local 02:00, no real hour without its fire.
+    expect(hourly).toEqual(hoursFrom('2026-03-28T23:00:00.000Z', 28));
+  });
+
+  it('October 25 (03:00 CEST falls back to 02:00 CET): the doubled 02:30 runs once, the hourly job once per real hour', async () => {
+    const { nightly, hourly } = await firesOver28Hours('2026-10-24T22:00:00.000Z'); // 00:00 CEST
+    expect(nightly).toEqual([
+      '2026-10-25T00:30:00.000Z', // 02:30 CEST, the first pass; not again at 02:30 CET (01:30 UTC)
+      '2026-10-26T01:30:00.000Z', // 02:30 CET
+    ]);
+    // 02:00 CEST (00:00 UTC) and 02:00 CET (01:00 UTC) both fire: two real instants.
+    expect(hourly).toEqual(hoursFrom('2026-10-24T22:00:00.000Z', 28));
   });
 });
