@@ -320,6 +320,36 @@ export function describeRunLedgerConformance(
       expect(abandoned!.error).toMatch(/abandoned/);
     });
 
+    it('a running occurrence whose key was taken meanwhile is neither skipped nor queued, and is taken over once the key is free', async () => {
+      const { ledger, claim, granted, record, key } = await setUp();
+      const at = past(2 * second);
+      const dead = await granted(at, { ttlMs: 200 });
+      await sleep(300);
+      // Its lease expired; a plain lock takes the key before anyone claims the occurrence again.
+      expect(await ledger.acquire(key, 'plain-owner', 400)).toBeGreaterThan(0);
+      for (const overlap of ['skip', 'buffer-all'] as const) {
+        expect(await claim(at, { overlap })).toMatchObject({ status: 'wait', runningElsewhere: true });
+      }
+      expect(await record(at)).toMatchObject({ outcome: 'running', token: dead.token });
+      await ledger.release(key, 'plain-owner');
+      const result = await claim(at);
+      expect(result).toMatchObject({ status: 'granted', takeover: true, lease: { scheduledAt: at } });
+    });
+
+    it('cancel-other: a fire of the cancelled occurrence neither requeues it nor cancels its successor', async () => {
+      const { ledger, claim, granted, record } = await setUp();
+      const overlap: OverlapPolicy = 'cancel-other';
+      const first = past(5 * second);
+      const cancelled = await granted(first, { overlap });
+      expect(await claim(first + second, { overlap })).toMatchObject({ status: 'wait' });
+      expect(await ledger.renewOccurrence(cancelled, 10 * second)).toBe(false);
+      const successor = await granted(first + second, { overlap });
+      // Another instance's fire of the cancelled occurrence comes late.
+      expect((await claim(first, { overlap })).status).not.toBe('granted');
+      expect(await ledger.renewOccurrence(successor, 10 * second)).toBe(true);
+      expect((await record(first))?.outcome).not.toBe('queued');
+    });
+
     it('a renewal keeps the lease: no takeover while the holder renews', async () => {
       const { ledger, claim, granted } = await setUp();
       const at = past(2 * second);

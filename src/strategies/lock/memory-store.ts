@@ -133,55 +133,50 @@ export class MemoryLockStore implements LockStore, RunLedger {
     if (now < scheduledAt) return { status: 'wait', retryAt: scheduledAt, runningElsewhere: false };
     if (entry !== undefined && isFinal(entry.record.outcome))
       return { status: 'skipped', reason: 'already-done' };
-
-    // Who holds the lease this occurrence needs: its own (allow-all), or the key's.
-    let holder: number | undefined;
-    let holderExpiresAt = 0;
-    if (perOccurrence) {
-      if (entry?.record.outcome === 'running' && entry.expiresAt! > now) {
-        holder = scheduledAt;
-        holderExpiresAt = entry.expiresAt!;
-      }
-    } else if (keyLease !== undefined) {
-      holder = keyLease.current?.job === job ? keyLease.current.scheduledAt : Number.NaN;
-      holderExpiresAt = keyLease.expiresAt;
+    // A running occurrence is judged by its own lease: still renewed, to be taken over, or given up.
+    if (entry?.record.outcome === 'running' && entry.expiresAt! > now) {
+      return { status: 'wait', retryAt: entry.expiresAt!, runningElsewhere: true };
     }
-    if (holder === scheduledAt) return { status: 'wait', retryAt: holderExpiresAt, runningElsewhere: true };
-    const deadline = scheduledAt + request.startingDeadlineMs;
-    if (holder !== undefined) {
+    const window = request.startingDeadlineMs;
+    if (entry?.record.outcome === 'running' && (entry.cancelled || now > entry.expiresAt! + window)) {
+      this.#giveUp(ledger, scheduledAt, entry, now);
+      return { status: 'skipped', reason: 'already-done' };
+    }
+    const deadline = scheduledAt + window;
+
+    // Another occurrence (or a plain lock) holds the lease this one needs.
+    if (!perOccurrence && keyLease !== undefined) {
+      // Abandoned, but the key is taken: it waits for the key (a takeover still needs the lease).
+      if (entry?.record.outcome === 'running') {
+        return { status: 'wait', retryAt: keyLease.expiresAt, runningElsewhere: true };
+      }
       if (now > deadline) return this.#skip(ledger, request, 'missed', now);
       if (entry?.record.outcome !== 'queued' && !this.#enqueue(ledger, request, deadline, now)) {
         return this.#skip(ledger, request, 'overlap', now);
       }
-      if (overlap === 'cancel-other' && !Number.isNaN(holder)) {
-        const running = ledger.entries.get(holder!);
-        if (running !== undefined) running.cancelled = true;
-      }
-      return { status: 'wait', retryAt: holderExpiresAt, runningElsewhere: false };
+      const current = keyLease.current;
+      const holder = current?.job === job ? ledger.entries.get(current.scheduledAt) : undefined;
+      if (overlap === 'cancel-other' && holder?.record.outcome === 'running') holder.cancelled = true;
+      return { status: 'wait', retryAt: keyLease.expiresAt, runningElsewhere: false };
     }
-
     if ((entry === undefined || entry.record.outcome === 'queued') && now > deadline) {
       return this.#skip(ledger, request, 'missed', now);
     }
 
     // The lease is free: it goes to the oldest occurrence still allowed to start.
-    const candidates: { at: number; takeover: boolean }[] = [];
-    const abandonedAt = perOccurrence ? scheduledAt : this.#keys.get(key)?.current?.scheduledAt;
-    const sameJob = perOccurrence || this.#keys.get(key)?.current?.job === job;
-    if (abandonedAt !== undefined && sameJob) {
-      const abandoned = ledger.entries.get(abandonedAt);
-      if (abandoned?.record.outcome === 'running') {
-        if (!abandoned.cancelled && now <= abandoned.expiresAt! + request.startingDeadlineMs) {
-          candidates.push({ at: abandonedAt, takeover: true });
-        } else {
-          this.#end(ledger, abandonedAt, now, {
-            outcome: 'failure',
-            error: abandoned.cancelled ? cancelledMessage : abandonedMessage,
-          });
+    const candidates = [{ at: scheduledAt, takeover: entry?.record.outcome === 'running' }];
+    if (!perOccurrence) {
+      const current = this.#keys.get(key)?.current;
+      if (current !== undefined && current.job === job && current.scheduledAt !== scheduledAt) {
+        const abandoned = ledger.entries.get(current.scheduledAt);
+        if (abandoned?.record.outcome === 'running') {
+          if (!abandoned.cancelled && now <= abandoned.expiresAt! + window) {
+            candidates.push({ at: current.scheduledAt, takeover: true });
+          } else {
+            this.#giveUp(ledger, current.scheduledAt, abandoned, now);
+          }
         }
       }
-    }
-    if (!perOccurrence) {
       while (ledger.queue.length > 0) {
         const oldest = ledger.queue[0]!;
         const queued = ledger.entries.get(oldest);
@@ -189,18 +184,14 @@ export class MemoryLockStore implements LockStore, RunLedger {
         this.#dequeue(ledger, oldest);
         if (queued?.record.outcome === 'queued') this.#setSkipped(queued, 'missed', now);
       }
-      if (ledger.queue.length > 0) candidates.push({ at: ledger.queue[0]!, takeover: false });
-    }
-    const current = ledger.entries.get(scheduledAt);
-    if (current === undefined || current.record.outcome === 'queued') {
-      candidates.push({ at: scheduledAt, takeover: false });
-    } else if (isFinal(current.record.outcome) && candidates.length === 0) {
-      return { status: 'skipped', reason: 'already-done' };
+      if (ledger.queue.length > 0 && ledger.queue[0] !== scheduledAt) {
+        candidates.push({ at: ledger.queue[0]!, takeover: false });
+      }
     }
     candidates.sort((a, b) => a.at - b.at);
     const pick = candidates[0]!;
     const granted = this.#grant(request, ledger, pick.at, now, pick.takeover);
-    if (pick.at !== scheduledAt && current === undefined) {
+    if (pick.at !== scheduledAt && entry === undefined) {
       // Its own occurrence meets the one it was handed as it would meet any running occurrence.
       if (!this.#enqueue(ledger, request, deadline, now)) this.#skip(ledger, request, 'overlap', now);
     }
@@ -217,8 +208,12 @@ export class MemoryLockStore implements LockStore, RunLedger {
       this.#releaseOccurrence(lease, entry);
       return false;
     }
+    if (lease.overlap !== 'allow-all') {
+      const state = this.#live(lease.key, now);
+      if (state?.owner !== lease.owner) return false;
+      state.expiresAt = now + ttlMs;
+    }
     entry.expiresAt = now + ttlMs;
-    if (lease.overlap !== 'allow-all') this.#keys.get(lease.key)!.expiresAt = entry.expiresAt;
     return true;
   }
 
@@ -238,6 +233,7 @@ export class MemoryLockStore implements LockStore, RunLedger {
     const cancelled = entry?.cancelled === true && result.outcome === 'failure';
     this.#end(
       ledger,
+      lease.job,
       lease.scheduledAt,
       now,
       cancelled ? { outcome: 'failure', error: cancelledMessage } : result,
@@ -357,6 +353,7 @@ export class MemoryLockStore implements LockStore, RunLedger {
     };
     this.#setSkipped(entry, reason, now);
     ledger.entries.set(request.scheduledAt, entry);
+    this.#trim(ledger, now - (request.retentionMs ?? ledgerDefaultRetentionMs));
     return { status: 'skipped', reason };
   }
 
@@ -364,13 +361,22 @@ export class MemoryLockStore implements LockStore, RunLedger {
     entry.record = { ...entry.record, outcome: 'skipped', reason, endedAt: now };
   }
 
-  #end(ledger: JobLedger, scheduledAt: number, now: number, result: RunResult): void {
-    const previous = ledger.entries.get(scheduledAt)?.record;
-    const record: RunRecord = {
-      ...(previous ?? { job: '', scheduledAt }),
-      outcome: result.outcome,
-      endedAt: now,
+  /** An occurrence nobody may take over any more (cancelled, or abandoned past its window) fails. */
+  #giveUp(ledger: JobLedger, scheduledAt: number, entry: LedgerEntry, now: number): void {
+    const error = entry.cancelled ? cancelledMessage : abandonedMessage;
+    this.#end(ledger, entry.record.job, scheduledAt, now, { outcome: 'failure', error });
+  }
+
+  #end(ledger: JobLedger, job: string, scheduledAt: number, now: number, result: RunResult): void {
+    const {
+      error: _error,
+      reason: _reason,
+      ...previous
+    } = ledger.entries.get(scheduledAt)?.record ?? {
+      job,
+      scheduledAt,
     };
+    const record: RunRecord = { ...previous, outcome: result.outcome, endedAt: now };
     if (result.error !== undefined) (record as { error?: string }).error = result.error;
     ledger.entries.set(scheduledAt, { record });
   }
