@@ -295,7 +295,12 @@ describe.skipIf(!redisUrl || !faketime)(
       for (;;) {
         const found = (await entries(fixture)).find((entry) => entry.phase === 'start' && entry.at >= after);
         if (found) return found;
-        if (performance.now() > deadline) throw new Error('no job start seen');
+        if (performance.now() > deadline) {
+          const outputs = processes.map(
+            (run) => `--- ${run.instance}:\n${run.process.output().slice(-1500)}`,
+          );
+          throw new Error(`no job start seen:\n${outputs.join('\n')}`);
+        }
         await sleep(10);
       }
     };
@@ -310,6 +315,8 @@ describe.skipIf(!redisUrl || !faketime)(
             workMs: 200,
             lock: { ttl: 3_000, wait: 3_000 },
           });
+          // The store creates its tables, not the schema they live in.
+          if (store === 'postgres') await pool!.query(`CREATE SCHEMA "${fixture.schema}"`);
           const fleet = [
             start(fixture, 'a'),
             start(fixture, 'b'),
