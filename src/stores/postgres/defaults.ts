@@ -5,7 +5,7 @@ export const postgresLockStoreDefaults = {
   createTable: true,
   /** Bound on one store operation, connecting included. */
   timeout: 5_000,
-  /** How long the run ledger keeps an occurrence, by its instant (7 days): trimmed on finish. */
+  /** How long the run ledger keeps an occurrence, by its instant (7 days): trimmed on finish and on a recorded skip. */
   retentionMs: 7 * 86_400_000,
   /** How many occurrences `runHistory` returns unless told otherwise. */
   historyLimit: 20,

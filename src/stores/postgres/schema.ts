@@ -95,6 +95,38 @@ export const toMs = (value: string) => `round((extract(epoch FROM ${value}) * 10
 // lease row first (claims of one key, renewals and finishes serialize there), then reads the clock
 // once with clock_timestamp(), so a call that waited for the lock judges expiry and deadlines at
 // the instant it decides. They follow MemoryLockStore's decisions step by step.
+
+/** Fails a running occurrence nobody may take over any more, as MemoryLockStore's #giveUp. */
+function giveUp(t: PostgresTables, at: string, indent: string): string {
+  return `UPDATE ${t.occurrences}
+SET state = 'failure', ended_at = v_now, owner = NULL, expires_at = NULL, cancelled = false,
+  reason = NULL, error = CASE WHEN cancelled THEN ${cancelledMessage} ELSE ${abandonedMessage} END
+WHERE key = p_key AND job = p_job AND scheduled_at = ${at};`
+    .split('\n')
+    .map((line) => `${indent}${line}`)
+    .join('\n');
+}
+
+/**
+ * Drops the job's occurrences older than the retention (by scheduled_at; running ones stay), then
+ * the oldest past the record limit, as MemoryLockStore's #trim (needs v_now, p_retention_ms and
+ * p_record_limit). The retention is capped at 1e14 ms (3 000 years) so that the cut-off stays a
+ * valid timestamp.
+ */
+function trim(t: PostgresTables, indent: string): string {
+  return `DELETE FROM ${t.occurrences}
+WHERE key = p_key AND job = p_job AND state <> 'running'
+  AND scheduled_at < v_now - least(p_retention_ms, 1e14) * interval '1 millisecond';
+DELETE FROM ${t.occurrences}
+WHERE key = p_key AND job = p_job AND scheduled_at <= (
+  SELECT scheduled_at FROM ${t.occurrences} WHERE key = p_key AND job = p_job
+  ORDER BY scheduled_at DESC OFFSET p_record_limit LIMIT 1
+);`
+    .split('\n')
+    .map((line) => `${indent}${line}`)
+    .join('\n');
+}
+
 function claimFunction(t: PostgresTables): string {
   const body = `
 DECLARE
@@ -108,11 +140,8 @@ DECLARE
   v_live boolean;
   v_entry ${t.occurrences}%ROWTYPE;
   v_found boolean;
+  v_running boolean;
   v_other ${t.occurrences}%ROWTYPE;
-  v_held boolean := false;
-  v_holder timestamptz;
-  v_holder_expires timestamptz;
-  v_abandoned_at timestamptz;
   v_head timestamptz;
   v_pick timestamptz;
   v_pick_takeover boolean := false;
@@ -133,6 +162,7 @@ BEGIN
   SELECT * INTO v_entry FROM ${t.occurrences}
   WHERE key = p_key AND job = p_job AND scheduled_at = v_at;
   v_found := FOUND;
+  v_running := v_found AND v_entry.state = 'running';
 
   <<decide>>
   BEGIN
@@ -157,28 +187,29 @@ BEGIN
       RETURN;
     END IF;
 
-    -- Who holds the lease this occurrence needs: its own (allow-all), or the key's. v_holder is
-    -- NULL when the key is held by a plain acquire or by another job.
-    IF v_per THEN
-      IF v_found AND v_entry.state = 'running' AND v_entry.expires_at > v_now THEN
-        v_held := true;
-        v_holder := v_at;
-        v_holder_expires := v_entry.expires_at;
-      END IF;
-    ELSIF v_live THEN
-      v_held := true;
-      v_holder_expires := v_lease.expires_at;
-      IF v_lease.current_job = p_job THEN
-        v_holder := v_lease.current_at;
-      END IF;
-    END IF;
-    IF v_held AND v_holder = v_at THEN
+    -- A running occurrence is judged by its own lease: still renewed, to be taken over, or given up.
+    IF v_running AND v_entry.expires_at > v_now THEN
       status := 'wait';
-      retry_at := ${toMs('v_holder_expires')};
+      retry_at := ${toMs('v_entry.expires_at')};
       running_elsewhere := true;
       RETURN;
     END IF;
-    IF v_held THEN
+    IF v_running AND (v_entry.cancelled OR v_now > v_entry.expires_at + v_grace) THEN
+${giveUp(t, 'v_at', '      ')}
+      status := 'skipped';
+      skip_reason := 'already-done';
+      RETURN;
+    END IF;
+
+    -- Another occurrence (or a plain lock) holds the lease this one needs.
+    IF NOT v_per AND v_live THEN
+      -- Abandoned, but the key is taken: it waits for the key (a takeover still needs the lease).
+      IF v_running THEN
+        status := 'wait';
+        retry_at := ${toMs('v_lease.expires_at')};
+        running_elsewhere := true;
+        RETURN;
+      END IF;
       IF v_now > v_deadline THEN
         v_skip := 'missed';
       ELSE
@@ -187,37 +218,33 @@ BEGIN
       EXIT decide;
     END IF;
 
-    IF (NOT v_found OR v_entry.state = 'queued') AND v_now > v_deadline THEN
+    IF NOT v_running AND v_now > v_deadline THEN
       v_skip := 'missed';
       EXIT decide;
     END IF;
 
-    -- The lease is free: it goes to the oldest occurrence still allowed to start. First the one
-    -- whose holder stopped renewing, within the takeover window (else it is failed).
-    IF v_per THEN
-      v_abandoned_at := v_at;
-    ELSIF v_lease.current_job = p_job THEN
-      v_abandoned_at := v_lease.current_at;
-    END IF;
-    IF v_abandoned_at IS NOT NULL THEN
-      SELECT * INTO v_other FROM ${t.occurrences}
-      WHERE key = p_key AND job = p_job AND scheduled_at = v_abandoned_at;
-      IF FOUND AND v_other.state = 'running' THEN
-        IF NOT v_other.cancelled AND v_now <= v_other.expires_at + v_grace THEN
-          v_pick := v_abandoned_at;
-          v_pick_takeover := true;
-        ELSE
-          UPDATE ${t.occurrences}
-          SET state = 'failure', ended_at = v_now, owner = NULL, expires_at = NULL, cancelled = false,
-            error = CASE WHEN cancelled THEN ${cancelledMessage}
-              ELSE ${abandonedMessage} END
-          WHERE key = p_key AND job = p_job AND scheduled_at = v_abandoned_at;
+    -- The lease is free: it goes to the oldest occurrence still allowed to start. The requested
+    -- one (a takeover if it is running), the key's current one if its holder stopped renewing,
+    -- within the takeover window (else it is failed), and the oldest queued one.
+    v_pick := v_at;
+    v_pick_takeover := v_running;
+    IF NOT v_per THEN
+      IF v_lease.current_job = p_job AND v_lease.current_at <> v_at THEN
+        SELECT * INTO v_other FROM ${t.occurrences}
+        WHERE key = p_key AND job = p_job AND scheduled_at = v_lease.current_at;
+        IF FOUND AND v_other.state = 'running' THEN
+          IF NOT v_other.cancelled AND v_now <= v_other.expires_at + v_grace THEN
+            IF v_lease.current_at < v_pick THEN
+              v_pick := v_lease.current_at;
+              v_pick_takeover := true;
+            END IF;
+          ELSE
+${giveUp(t, 'v_lease.current_at', '            ')}
+          END IF;
         END IF;
       END IF;
-    END IF;
 
-    -- Then the oldest queued one within its deadline; the queued ones before it missed theirs.
-    IF NOT v_per THEN
+      -- The oldest queued one within its deadline; the queued ones before it missed theirs.
       SELECT min(scheduled_at) INTO v_head FROM ${t.occurrences}
       WHERE key = p_key AND job = p_job AND deadline IS NOT NULL AND state = 'queued'
         AND v_now <= deadline;
@@ -228,47 +255,9 @@ BEGIN
         state = CASE WHEN state = 'queued' THEN 'skipped' ELSE state END
       WHERE key = p_key AND job = p_job AND deadline IS NOT NULL
         AND (v_head IS NULL OR scheduled_at < v_head);
-      IF v_head IS NOT NULL AND (v_pick IS NULL OR v_head < v_pick) THEN
+      IF v_head < v_pick THEN
         v_pick := v_head;
         v_pick_takeover := false;
-      END IF;
-    END IF;
-
-    -- Then the requested one itself.
-    SELECT * INTO v_entry FROM ${t.occurrences}
-    WHERE key = p_key AND job = p_job AND scheduled_at = v_at;
-    v_found := FOUND;
-    IF NOT v_found OR v_entry.state = 'queued' THEN
-      IF v_pick IS NULL OR v_at < v_pick THEN
-        v_pick := v_at;
-        v_pick_takeover := false;
-      END IF;
-    ELSIF v_entry.state IN ('success', 'failure', 'skipped') AND v_pick IS NULL THEN
-      status := 'skipped';
-      skip_reason := 'already-done';
-      RETURN;
-    END IF;
-
-    -- Left: the requested occurrence is running, but no longer as the key's current one (a plain
-    -- acquire, or another job, took the key after its lease expired). Judge its own lease.
-    IF v_pick IS NULL THEN
-      IF v_entry.expires_at > v_now THEN
-        status := 'wait';
-        retry_at := ${toMs('v_entry.expires_at')};
-        running_elsewhere := true;
-        RETURN;
-      ELSIF NOT v_entry.cancelled AND v_now <= v_entry.expires_at + v_grace THEN
-        v_pick := v_at;
-        v_pick_takeover := true;
-      ELSE
-        UPDATE ${t.occurrences}
-        SET state = 'failure', ended_at = v_now, owner = NULL, expires_at = NULL, cancelled = false,
-          error = CASE WHEN cancelled THEN ${cancelledMessage}
-            ELSE ${abandonedMessage} END
-        WHERE key = p_key AND job = p_job AND scheduled_at = v_at;
-        status := 'skipped';
-        skip_reason := 'already-done';
-        RETURN;
       END IF;
     END IF;
     -- Its own occurrence meets the one it was handed as it would meet any running occurrence.
@@ -313,6 +302,7 @@ BEGIN
     END IF;
   END IF;
 
+  -- A recorded skip trims the job's records, as a finish does.
   IF v_skip IS NOT NULL THEN
     INSERT INTO ${t.occurrences} (key, job, scheduled_at, state, reason, instance, ended_at)
     VALUES (p_key, p_job, v_at, 'skipped', v_skip, p_instance, v_now)
@@ -320,6 +310,7 @@ BEGIN
     SET state = 'skipped', reason = EXCLUDED.reason, token = NULL, owner = NULL,
       instance = EXCLUDED.instance, started_at = NULL, ended_at = EXCLUDED.ended_at, expires_at = NULL,
       cancelled = false, deadline = NULL, takeovers = 0, error = NULL;
+${trim(t, '    ')}
   END IF;
 
   IF v_pick IS NOT NULL THEN
@@ -331,20 +322,21 @@ BEGIN
     status := 'skipped';
     skip_reason := v_skip;
   ELSE
-    -- Queued behind the holder; cancel-other marks the holder, refused at its next renewal.
-    IF p_overlap = 'cancel-other' AND v_holder IS NOT NULL THEN
+    -- Queued behind the key's holder; cancel-other marks the holder if it is a running occurrence
+    -- of this job, refused at its next renewal.
+    IF p_overlap = 'cancel-other' AND v_lease.current_job = p_job THEN
       UPDATE ${t.occurrences} SET cancelled = true
-      WHERE key = p_key AND job = p_job AND scheduled_at = v_holder;
+      WHERE key = p_key AND job = p_job AND scheduled_at = v_lease.current_at AND state = 'running';
     END IF;
     status := 'wait';
-    retry_at := ${toMs('v_holder_expires')};
+    retry_at := ${toMs('v_lease.expires_at')};
     running_elsewhere := false;
   END IF;
 END
 `;
   return `CREATE OR REPLACE FUNCTION ${t.claim}(
   p_key text, p_job text, p_at_ms float8, p_owner text, p_instance text, p_ttl_ms float8,
-  p_overlap text, p_deadline_ms float8, p_manual boolean,
+  p_overlap text, p_deadline_ms float8, p_manual boolean, p_retention_ms float8, p_record_limit integer,
   OUT status text, OUT retry_at float8, OUT running_elsewhere boolean, OUT skip_reason text,
   OUT lease_at float8, OUT lease_token bigint, OUT takeover boolean
 ) LANGUAGE plpgsql AS ${dollarQuote(body)}`;
@@ -366,6 +358,8 @@ END IF;`
     .join('\n');
 }
 
+// A renewal of a lease on the key (not allow-all) also needs the key's live lease to be the
+// holder's: when it is not, nothing is renewed.
 function renewFunction(t: PostgresTables): string {
   const body = `
 DECLARE
@@ -385,12 +379,15 @@ BEGIN
 ${releaseOccurrence(t, '    ')}
     RETURN false;
   END IF;
-  UPDATE ${t.occurrences} SET expires_at = v_now + p_ttl_ms * interval '1 millisecond'
-  WHERE key = p_key AND job = p_job AND scheduled_at = v_at;
   IF p_overlap <> 'allow-all' THEN
     UPDATE ${t.leases} SET expires_at = v_now + p_ttl_ms * interval '1 millisecond'
-    WHERE key = p_key AND owner = p_owner;
+    WHERE key = p_key AND owner = p_owner AND expires_at > v_now;
+    IF NOT FOUND THEN
+      RETURN false;
+    END IF;
   END IF;
+  UPDATE ${t.occurrences} SET expires_at = v_now + p_ttl_ms * interval '1 millisecond'
+  WHERE key = p_key AND job = p_job AND scheduled_at = v_at;
   RETURN true;
 END
 `;
@@ -400,7 +397,7 @@ END
 }
 
 // Returns NULL when the end was recorded, else the occurrence's higher token (nothing was written
-// but the release of the holder's lease).
+// but the release of the holder's lease). The new outcome replaces an earlier error and reason.
 function finishFunction(t: PostgresTables): string {
   const body = `
 DECLARE
@@ -420,24 +417,14 @@ ${releaseOccurrence(t, '    ')}
   IF v_found AND v_entry.token > p_token THEN
     RETURN v_entry.token;
   END IF;
-  INSERT INTO ${t.occurrences} AS occurrence (key, job, scheduled_at, state, ended_at, error)
+  INSERT INTO ${t.occurrences} (key, job, scheduled_at, state, ended_at, error)
   VALUES (p_key, p_job, v_at, p_outcome, v_now,
     CASE WHEN v_found AND v_entry.cancelled AND p_outcome = 'failure'
       THEN ${cancelledMessage} ELSE p_error END)
   ON CONFLICT (key, job, scheduled_at) DO UPDATE
-  SET state = EXCLUDED.state, ended_at = EXCLUDED.ended_at,
-    error = coalesce(EXCLUDED.error, occurrence.error), owner = NULL, expires_at = NULL,
-    cancelled = false;
-  -- Retention (by scheduled_at; running ones stay), then the job's record limit. The retention is
-  -- capped at 1e14 ms (3 000 years) so that the cut-off stays a valid timestamp.
-  DELETE FROM ${t.occurrences}
-  WHERE key = p_key AND job = p_job AND state <> 'running'
-    AND scheduled_at < v_now - least(p_retention_ms, 1e14) * interval '1 millisecond';
-  DELETE FROM ${t.occurrences}
-  WHERE key = p_key AND job = p_job AND scheduled_at <= (
-    SELECT scheduled_at FROM ${t.occurrences} WHERE key = p_key AND job = p_job
-    ORDER BY scheduled_at DESC OFFSET p_record_limit LIMIT 1
-  );
+  SET state = EXCLUDED.state, ended_at = EXCLUDED.ended_at, error = EXCLUDED.error, reason = NULL,
+    owner = NULL, expires_at = NULL, cancelled = false;
+${trim(t, '  ')}
   RETURN NULL;
 END
 `;

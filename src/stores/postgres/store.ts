@@ -59,7 +59,8 @@ FROM ${t.leases} WHERE key = $1::text AND owner IS NOT NULL AND expires_at > now
     // The run ledger: one function call each (see schema.ts). The claim's decision needs several
     // reads and writes under the key's row lock, so it runs as PL/pgSQL in the database.
     claim: `SELECT status, retry_at, running_elsewhere, skip_reason, lease_at, lease_token, takeover
-FROM ${t.claim}($1::text, $2::text, $3::float8, $4::text, $5::text, $6::float8, $7::text, $8::float8, $9::boolean)`,
+FROM ${t.claim}($1::text, $2::text, $3::float8, $4::text, $5::text, $6::float8, $7::text, $8::float8, $9::boolean,
+  $10::float8, $11::int)`,
     renewOccurrence: `SELECT ${t.renew}($1::text, $2::text, $3::float8, $4::text, $5::float8, $6::text) AS renewed`,
     finish: `SELECT ${t.finish}($1::text, $2::text, $3::float8, $4::text, $5::bigint, $6::text, $7::text, $8::text,
   $9::float8, $10::int) AS highest`,
@@ -231,6 +232,14 @@ export class PostgresLockStore implements LockStore, RunLedger {
       checkOverlap('request.overlap', request.overlap),
       parseDuration(request.startingDeadlineMs, 'request.startingDeadlineMs', 0, maxDurationMs),
       request.manual === true,
+      // A recorded skip trims the job's records, as a finish does.
+      parseDuration(
+        request.retentionMs ?? postgresLockStoreDefaults.retentionMs,
+        'request.retentionMs',
+        0,
+        maxDurationMs,
+      ),
+      ledgerRecordLimit,
     ];
     const result = await this.#query<{
       status: ClaimResult['status'];

@@ -156,6 +156,26 @@ describe.skipIf(!databaseUrl)('PostgresLockStore', () => {
       }
     });
 
+    it('sets up over tables and functions of an earlier version: its claim function (nine parameters) does not get in the way', async () => {
+      const ownSchema = uniqueSchemaName('upgrade');
+      await pool.query(`CREATE SCHEMA ${ownSchema}`);
+      try {
+        await pool.query(`CREATE FUNCTION ${ownSchema}.resil_locks_claim(
+            p_key text, p_job text, p_at_ms float8, p_owner text, p_instance text, p_ttl_ms float8,
+            p_overlap text, p_deadline_ms float8, p_manual boolean,
+            OUT status text, OUT retry_at float8, OUT running_elsewhere boolean, OUT skip_reason text,
+            OUT lease_at float8, OUT lease_token bigint, OUT takeover boolean
+          ) LANGUAGE sql AS $$ SELECT 'skipped', NULL::float8, NULL::boolean, 'overlap', NULL::float8,
+            NULL::bigint, NULL::boolean $$`);
+        const store = new PostgresLockStore(pool, { schema: ownSchema });
+        const lease = await granted(store, request('job', past(1_000)));
+        await store.finishOccurrence(lease, { outcome: 'success' });
+        expect(await store.lastCompleted('job')).toBe(lease.scheduledAt);
+      } finally {
+        await pool.query(`DROP SCHEMA ${ownSchema} CASCADE`);
+      }
+    });
+
     it("prints in the README's set-up section exactly the SQL postgresLockStoreSql() returns", () => {
       const readme = readFileSync(fileURLToPath(new URL('../../../README.md', import.meta.url)), 'utf8');
       const intro = 'returns for your options, so you can also run that:\n\n```sql\n';
@@ -570,6 +590,117 @@ describe.skipIf(!databaseUrl)('PostgresLockStore', () => {
       ]);
     });
 
+    it("trims on a recorded skip too, by the request's retention (7 days by default)", async () => {
+      const job = 'skip-trim-job';
+      await pool.query(
+        `INSERT INTO ${occurrences} (key, job, scheduled_at, state, ended_at)
+         VALUES ($1, $1, now() - interval '8 days', 'success', now()),
+           ($1, $1, now() - interval '2 hours', 'success', now())`,
+        [job],
+      );
+      const missed = past(120_000);
+      expect(await sharedStore.claimOccurrence(request(job, missed, { startingDeadlineMs: 0 }))).toEqual({
+        status: 'skipped',
+        reason: 'missed',
+      });
+      expect((await sharedStore.runHistory(job)).map((record) => record.outcome)).toEqual([
+        'skipped',
+        'success',
+      ]);
+      // An explicit one, on an overlap skip; the running occurrence stays.
+      const running = await granted(sharedStore, request(job, past(50_000)));
+      const overlapped = past(40_000);
+      expect(await sharedStore.claimOccurrence(request(job, overlapped, { retentionMs: 3_600_000 }))).toEqual(
+        {
+          status: 'skipped',
+          reason: 'overlap',
+        },
+      );
+      expect((await sharedStore.runHistory(job)).map((record) => record.scheduledAt)).toEqual([
+        overlapped,
+        running.scheduledAt,
+        missed,
+      ]);
+    });
+
+    it("refuses a renewal when the key's live lease is not the holder's, and renews nothing", async () => {
+      const job = 'renew-key-job';
+      const at = past(2_000);
+      const lease = await granted(sharedStore, request(job, at));
+      const expiries = async () =>
+        (
+          await pool.query(
+            `SELECT (SELECT expires_at FROM ${schema}.resil_locks WHERE key = $1) AS key,
+               (SELECT expires_at FROM ${occurrences} WHERE key = $1 AND job = $1) AS occurrence`,
+            [job],
+          )
+        ).rows[0];
+      // The key's lease goes to someone else while the occurrence's own lease still runs.
+      await pool.query(`UPDATE ${schema}.resil_locks SET owner = 'someone-else' WHERE key = $1`, [job]);
+      const before = await expiries();
+      expect(await sharedStore.renewOccurrence(lease, 60_000)).toBe(false);
+      expect(await expiries()).toEqual(before);
+      // The key is the holder's again, but its lease has expired.
+      await pool.query(
+        `UPDATE ${schema}.resil_locks SET owner = $2, expires_at = now() - interval '1 millisecond'
+         WHERE key = $1`,
+        [job, lease.owner],
+      );
+      const expired = await expiries();
+      expect(await sharedStore.renewOccurrence(lease, 60_000)).toBe(false);
+      expect(await expiries()).toEqual(expired);
+      // An allow-all lease is the occurrence's own: the key's is not asked.
+      await pool.query(
+        `UPDATE ${schema}.resil_locks SET owner = 'someone-else', expires_at = now() + interval '1 minute' WHERE key = $1`,
+        [job],
+      );
+      const own = await granted(sharedStore, request(job, at + 1_000, { overlap: 'allow-all' }));
+      expect(await sharedStore.renewOccurrence(own, 60_000)).toBe(true);
+    });
+
+    it('a finish replaces an earlier error or skip reason with its own outcome', async () => {
+      const job = 'refinish-job';
+      const at = past(2_000);
+      const lease = await granted(sharedStore, request(job, at));
+      await expire(job, job, at);
+      // Past the takeover window, a claim fails it as abandoned; then its holder reports, late.
+      expect(await sharedStore.claimOccurrence(request(job, at, { startingDeadlineMs: 0 }))).toEqual({
+        status: 'skipped',
+        reason: 'already-done',
+      });
+      expect((await sharedStore.runHistory(job))[0]!.error).toMatch(/^abandoned/);
+      await sharedStore.finishOccurrence(lease, { outcome: 'success' });
+      expect(await sharedStore.runHistory(job)).toEqual([
+        {
+          job,
+          scheduledAt: at,
+          outcome: 'success',
+          token: lease.token,
+          instance: 'host:1',
+          startedAt: expect.any(Number),
+          endedAt: expect.any(Number),
+        },
+      ]);
+      // A skipped occurrence finished by a lease that names it: the reason goes.
+      const skipped = at + 1_000;
+      expect(await sharedStore.claimOccurrence(request(job, skipped, { startingDeadlineMs: 0 }))).toEqual({
+        status: 'skipped',
+        reason: 'missed',
+      });
+      await sharedStore.finishOccurrence(
+        { ...lease, scheduledAt: skipped },
+        { outcome: 'failure', error: 'late' },
+      );
+      expect((await sharedStore.runHistory(job, { limit: 1 }))[0]).toEqual({
+        job,
+        scheduledAt: skipped,
+        outcome: 'failure',
+        instance: 'host:1',
+        endedAt: expect.any(Number),
+        error: 'late',
+      });
+    });
+
     it('rejects malformed input before touching the database', async () => {
       const untouchable = {
         query: () => {
@@ -597,6 +728,7 @@ describe.skipIf(!databaseUrl)('PostgresLockStore', () => {
         ],
         [() => store.claimOccurrence(request('j', Number.NaN)), 'request.scheduledAt'],
         [() => store.claimOccurrence(request(42 as never, Date.now())), 'request.job'],
+        [() => store.claimOccurrence(request('j', Date.now(), { retentionMs: -1 })), 'request.retentionMs'],
         [() => store.renewOccurrence(lease, 0), 'ttlMs'],
         [() => store.renewOccurrence({ ...lease, token: 1.5 }, 1_000), 'lease.token'],
         [() => store.finishOccurrence(lease, { outcome: 'maybe' as never }), 'result.outcome'],
