@@ -30,11 +30,13 @@ export function formatOccurrence(occurrence: Occurrence): string {
 
 /**
  * Parsed patterns, least recently used first. croner 11 keeps a year table of ~80 KB in every
- * parsed pattern, so 1,300 distinct schedules kept parsed would hold ~100 MB: only the few in use
- * stay parsed, the others are parsed again when asked (~0.15 ms).
+ * parsed pattern, so 1,300 distinct schedules kept parsed would hold ~110 MB: only the few in use
+ * stay parsed, the others are parsed again when asked (~0.15 ms). Few, because a start parses
+ * every distinct schedule once in a burst, and what the cache holds then outlives young garbage:
+ * for 10,000 jobs on 1,320 schedules the burst peaks at 71 MB RSS with 4 kept, 123 MB with 16.
  */
 const parsedPatterns = new Map<string, Cron>();
-const parsedPatternsLimit = 16;
+const parsedPatternsLimit = 4;
 
 function parsedPattern(schedule: string, timezone: string | undefined): Cron {
   const key = `${timezone ?? ''} ${schedule}`;
