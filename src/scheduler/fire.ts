@@ -176,6 +176,8 @@ export class JobFirer {
     const signal = options.signal;
     const manual = state.kind === 'manual';
     let pollDelay: number = lockTiming.pollInitialDelay;
+    // Watching a holder costs a claim per poll: back off to a third of the lease, as renewals do.
+    const maxWatchDelay = Math.max(lockTiming.pollMaxDelay, lock.ttlMs / lockTiming.renewDivisor);
     // Not before its instant by this instance's estimate of the store's clock; the store checks too.
     let waitMs = manual ? 0 : state.scheduledAt - clock.now() + (clock.offset?.uncertaintyMs ?? 0);
     for (;;) {
@@ -207,12 +209,12 @@ export class JobFirer {
       }
       if (claim.status === 'skipped') return { outcome: 'skipped', reason: claim.reason };
       if (claim.status === 'wait') {
+        // Ask again by the time the blocking lease would expire (a takeover is due then), and
+        // before that with a backoff: the holder may finish early (a watcher then sees
+        // `already-done`), or a queued occurrence's turn may come.
         const untilRetry = claim.retryAt - clock.now() + expiryMarginMs;
-        // Watching a holder: ask again when its lease would expire. Queued: poll, so that the
-        // lease's next turn is not lost while it is free.
-        waitMs = claim.runningElsewhere ? untilRetry : Math.min(pollDelay, untilRetry);
-        waitMs = Math.max(1, waitMs);
-        pollDelay = Math.min(pollDelay * 2, lockTiming.pollMaxDelay);
+        waitMs = Math.max(1, Math.min(pollDelay, untilRetry));
+        pollDelay = Math.min(pollDelay * 2, claim.runningElsewhere ? maxWatchDelay : lockTiming.pollMaxDelay);
         continue;
       }
       const { lease } = claim;
