@@ -58,12 +58,25 @@ function parsedPattern(schedule: string, timezone: string | undefined): Cron {
  * questions about the schedule; firing is the runner's business. Jobs with the same schedule and
  * timezone can share one: it remembers its last answer, which they all ask for in turn.
  *
- * DST follows croner: a fixed-time schedule (`30 2 * * *`) whose time falls in the spring-forward
- * gap runs once when the clock has jumped (03:00 CEST on 2026-03-29 in Europe/Berlin), and once,
- * at the first pass, on a time that occurs twice; an interval schedule (`0 * * * *`,
- * `*\/20 2 * * *`) skips the times of a gap and runs on both passes of a repeated time, once per
- * real instant.
+ * DST: a local time that does not exist (the spring-forward gap) has no occurrence: a
+ * `30 2 * * *` job in Europe/Berlin does not run on 2026-03-29 (croner would move it to 03:00 CEST;
+ * resil skips every instant whose local time the pattern does not match). A fixed-time schedule
+ * runs once, at the first pass, on a time that occurs twice; an interval schedule (`0 * * * *`,
+ * `*\/20 2 * * *`) runs on both passes of a repeated time: once per real instant.
  */
+/** How many moved instants in a row a search steps over (one per DST gap it meets). */
+const gapSteps = 8;
+
+/**
+ * croner's next instant after `instant` whose local time the pattern really names: croner moves a
+ * fixed time that falls in a DST gap to the first instant after it, which `match()` then rejects.
+ */
+function realNext(cron: Cron, instant: number): number | undefined {
+  let next = cron.nextRun(new Date(instant));
+  for (let step = 0; next !== null && !cron.match(next) && step < gapSteps; step++) next = cron.nextRun(next);
+  return next?.getTime() ?? undefined;
+}
+
 export class JobSchedule {
   readonly schedule: string;
   readonly timezone: string | undefined;
@@ -82,14 +95,18 @@ export class JobSchedule {
    */
   latestAtOrBefore(instant: number): number | undefined {
     // previousRuns() excludes an instant equal to its reference, so look from 1 ms later.
-    const [latest] = this.#cron().previousRuns(1, new Date(instant + 1));
+    const cron = this.#cron();
+    let [latest] = cron.previousRuns(1, new Date(instant + 1));
+    for (let step = 0; latest !== undefined && !cron.match(latest) && step < gapSteps; step++) {
+      [latest] = cron.previousRuns(1, latest);
+    }
     return latest?.getTime();
   }
 
   /** The first instant strictly after `instant`. */
   nextAfter(instant: number): number | undefined {
     if (instant !== this.#askedAfter) {
-      this.#nextAfter = this.#cron().nextRun(new Date(instant))?.getTime() ?? undefined;
+      this.#nextAfter = realNext(this.#cron(), instant);
       this.#askedAfter = instant;
     }
     return this.#nextAfter;
@@ -104,7 +121,7 @@ export class JobSchedule {
     const cron = this.#cron();
     let cursor = after;
     for (;;) {
-      const next = cron.nextRun(new Date(cursor))?.getTime();
+      const next = realNext(cron, cursor);
       if (next === undefined || next >= before) return { instants, more: false };
       if (instants.length === limit) return { instants, more: true };
       instants.push(next);

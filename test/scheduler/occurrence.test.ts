@@ -42,7 +42,7 @@ describe('occurrences', () => {
     });
   });
 
-  it('follows croner on DST days: a fixed time in the gap runs after it, an interval skips it; a doubled time runs once, an interval on both passes', () => {
+  it('on DST days: a local time in the gap has no occurrence; a doubled time runs once, an interval on both passes', () => {
     const instants = (schedule: string, from: string, count: number) => {
       const jobSchedule = new JobSchedule({ schedule, timezone: 'Europe/Berlin' });
       const found: string[] = [];
@@ -56,9 +56,14 @@ describe('occurrences', () => {
     // March 29, 2026: 02:00 CET jumps to 03:00 CEST (01:00 UTC).
     expect(instants('30 2 * * *', '2026-03-28T00:00:00Z', 3)).toEqual([
       '2026-03-28T01:30:00.000Z',
-      '2026-03-29T01:00:00.000Z', // 03:00 CEST
-      '2026-03-30T00:30:00.000Z',
+      '2026-03-30T00:30:00.000Z', // no 02:30 on the 29th
+      '2026-03-31T00:30:00.000Z',
     ]);
+    const schedule = new JobSchedule({ schedule: '30 2 * * *', timezone: 'Europe/Berlin' });
+    // A fire on the 29th belongs to the 28th's occurrence, which it must not run again.
+    expect(new Date(schedule.latestAtOrBefore(at('2026-03-29T05:00:00Z'))!).toISOString()).toBe(
+      '2026-03-28T01:30:00.000Z',
+    );
     expect(instants('*/20 2 * * *', '2026-03-28T01:30:00Z', 2)).toEqual([
       '2026-03-28T01:40:00.000Z',
       '2026-03-30T00:00:00.000Z', // nothing on the 29th

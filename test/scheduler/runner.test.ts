@@ -416,11 +416,10 @@ describe('JobRunner: DST (Europe/Berlin, 2026)', () => {
   const hoursFrom = (from: string, count: number) =>
     Array.from({ length: count }, (_, i) => new Date(Date.parse(from) + (i + 1) * 3_600_000).toISOString());
 
-  it('March 29 (02:00 CET jumps to 03:00 CEST): 02:30 does not exist, the fixed-time job runs once at 03:00 CEST, the hourly job once per real hour', async () => {
+  it('March 29 (02:00 CET jumps to 03:00 CEST): 02:30 does not exist, so the 02:30 job does not run that day; the hourly job runs once per real hour', async () => {
     const { nightly, hourly } = await firesOver28Hours('2026-03-28T23:00:00.000Z'); // 00:00 CET
     expect(nightly).toEqual([
-      '2026-03-29T01:00:00.000Z', // 03:00 CEST: the first instant after the gap (croner's rule for fixed times)
-      '2026-03-30T00:30:00.000Z', // 02:30 CEST
+      '2026-03-30T00:30:00.000Z', // 02:30 CEST on the 30th: the 29th has no 02:30
     ]);
     // 01:00 CET, then 03:00 CEST (01:00 UTC): no local 02:00, no real hour without its fire.
     expect(hourly).toEqual(hoursFrom('2026-03-28T23:00:00.000Z', 28));
