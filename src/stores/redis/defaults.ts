@@ -8,9 +8,9 @@ export const redisLockStoreDefaults = {
   waitForReplicas: 0,
   /** How long `WAIT` may block when `waitForReplicas` > 0. */
   replicaTimeout: 500,
-  /** How long a completed occurrence is remembered (7 days), as `RunLedger` documents. */
+  /** `finishOccurrence`'s default retention (7 days): older records are dropped, as `RunLedger` documents. */
   retentionMs: 7 * 86_400_000,
-  /** How many runs per job the history keeps, as `RunLedger` documents. */
+  /** `runHistory`'s default limit, as `RunLedger` documents. */
   historyLimit: 20,
 } as const;
 

@@ -1,17 +1,22 @@
 /**
- * Where the store keeps things. Every key starts with the prefix, and the keys of one lock, one
- * job or one fenced resource share a `{...}` hash tag, so each script touches a single Redis
- * Cluster slot:
+ * Where the store keys things. Every key starts with the prefix, and the keys of one lock (with
+ * the run ledger of the occurrences claimed under it) or one fenced resource share a `{...}` hash
+ * tag, so each script touches a single Redis Cluster slot:
  *
  * | key | type | holds |
  * |---|---|---|
- * | `<prefix>{<key>}:lease` | string, PX | owner of the live lease |
- * | `<prefix>{<key>}:token` | string, no expiry | last fencing token issued for the key |
- * | `<prefix>{<job>}:ledger` | hash | `token` (highest recorded), `retention` (ms) |
- * | `<prefix>{<job>}:runs` | list | run records (JSON), newest first |
- * | `<prefix>{<job>}:done` | sorted set | completed occurrences, scored by `scheduledAt` |
+ * | `<prefix>{<key>}:lease` | string, PX | owner of the live lease (a plain acquire's, or a claimed occurrence's unless `allow-all`) |
+ * | `<prefix>{<key>}:token` | string, no expiry | last fencing token issued for the key (acquires and claims, `allow-all` ones too) |
+ * | `<prefix>{<key>}:current` | hash | `job`, `at`: the occurrence the live lease was granted to by a claim |
+ * | `<prefix>{<key>}:occ:<job>` | hash | `scheduledAt` -> the occurrence's record (JSON): public fields, plus `owner`, `expiresAt` (its lease while `running`, judged against `TIME`), `cancelled`, `queuedUntil` |
+ * | `<prefix>{<key>}:idx:<job>` | sorted set | every recorded occurrence, scored by `scheduledAt`: history order, trimming |
+ * | `<prefix>{<key>}:queue:<job>` | sorted set | queued (buffered) occurrences, scored by `scheduledAt`; their deadline is in the record |
+ * | `<prefix>{<key>}:succeeded:<job>` | sorted set | occurrences whose record says `success`, scored by `scheduledAt` (`lastCompleted`) |
  * | `<prefix>{<resource>}:fence` | string | highest fencing token written to the resource |
  * | `<prefix>{<resource>}:value:<name>` | string | a fenced value |
+ *
+ * `<key>` is the claim's lease key (a job's lock key, by default its name): jobs sharing it share
+ * one slot and exclude each other, and their records stay apart by `<job>`.
  */
 export class RedisKeys {
   constructor(readonly prefix: string) {}
@@ -24,16 +29,37 @@ export class RedisKeys {
     return `${this.prefix}{${key}}:token`;
   }
 
-  ledger(job: string): string {
-    return `${this.prefix}{${job}}:ledger`;
+  current(key: string): string {
+    return `${this.prefix}{${key}}:current`;
   }
 
-  runs(job: string): string {
-    return `${this.prefix}{${job}}:runs`;
+  occurrences(key: string, job: string): string {
+    return `${this.prefix}{${key}}:occ:${job}`;
   }
 
-  done(job: string): string {
-    return `${this.prefix}{${job}}:done`;
+  index(key: string, job: string): string {
+    return `${this.prefix}{${key}}:idx:${job}`;
+  }
+
+  queue(key: string, job: string): string {
+    return `${this.prefix}{${key}}:queue:${job}`;
+  }
+
+  succeeded(key: string, job: string): string {
+    return `${this.prefix}{${key}}:succeeded:${job}`;
+  }
+
+  /** The KEYS of the run ledger's write scripts, in the order they expect them. */
+  ledger(key: string, job: string): string[] {
+    return [
+      this.lease(key),
+      this.token(key),
+      this.current(key),
+      this.occurrences(key, job),
+      this.index(key, job),
+      this.queue(key, job),
+      this.succeeded(key, job),
+    ];
   }
 
   fence(resource: string): string {

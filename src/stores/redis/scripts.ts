@@ -11,7 +11,9 @@ import { createHash } from 'node:crypto';
  */
 
 /**
- * KEYS: lease, token. ARGV: owner, ttl ms. Returns the new token, or nil when the lease is held.
+ * KEYS: lease, token, current. ARGV: owner, ttl ms. Returns the new token, or nil when the lease is
+ * held. A plain acquire also forgets which occurrence of the run ledger held the key last (`current`),
+ * as the memory store does: the key then belongs to no occurrence.
  *
  * The token is an `INCR` of a counter that never expires. A missing counter (a new key, or a Redis
  * restarted without persistence) is seeded from the server's `TIME` in microseconds instead of
@@ -20,6 +22,7 @@ import { createHash } from 'node:crypto';
  */
 const acquireScript = `
 if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return false end
+redis.call('DEL', KEYS[3])
 local token = redis.call('INCR', KEYS[2])
 if token == 1 then
   local time = redis.call('TIME')
@@ -49,50 +52,307 @@ local time = redis.call('TIME')
 return { owner, redis.call('GET', KEYS[2]) or '0', redis.call('PTTL', KEYS[1]), time[1], time[2] }
 `;
 
+/** The failure messages of an occurrence the ledger ends itself, as the memory store words them. */
+export const ledgerMessages = {
+  abandoned:
+    'abandoned: its holder stopped renewing the lease and no instance took it over before the deadline',
+  cancelled: 'cancelled: a newer occurrence replaced it (overlap: cancel-other)',
+} as const;
+
 /**
- * KEYS: ledger, runs, done. ARGV: token, record JSON, history limit, 1 for a success,
- * scheduledAt, retention ms. Returns nil when recorded, or the highest token when `token` is
- * lower (nothing written).
+ * The run ledger's scripts all start with this. It mirrors `MemoryLockStore`'s ledger, decision for
+ * decision, on these keys (one lease key's hash tag, see keys.ts):
+ *
+ * KEYS: 1 lease, 2 token, 3 current, 4 occurrences, 5 index, 6 queue, 7 succeeded.
+ * ARGV: 1 job, 2 scheduledAt, 3 owner, 4 overlap policy, then the script's own.
+ *
+ * A record is the occurrence's public `RunRecord` fields plus what the ledger needs: `owner` and
+ * `expiresAt` (the lease of a `running` occurrence, judged against `TIME`), `cancelled` (set by a
+ * `cancel-other` fire), `queuedUntil` (the deadline of a `queued` one). Every number in a record is
+ * a '%d' string: cjson prints numbers with 14 significant digits, and tokens have 16.
  */
-const recordRunScript = `
-local highest = redis.call('HGET', KEYS[1], 'token')
-if highest and tonumber(ARGV[1]) < tonumber(highest) then return highest end
-redis.call('HSET', KEYS[1], 'token', ARGV[1], 'retention', ARGV[6])
-redis.call('LPUSH', KEYS[2], ARGV[2])
-redis.call('LTRIM', KEYS[2], 0, tonumber(ARGV[3]) - 1)
-if ARGV[4] == '1' then
-  redis.call('ZADD', KEYS[3], ARGV[5], ARGV[5])
+const ledgerPrelude = `
+local job, at, owner, overlap = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
+local perOccurrence = overlap == 'allow-all'
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local abandonedMessage = '${ledgerMessages.abandoned}'
+local cancelledMessage = '${ledgerMessages.cancelled}'
+
+local function fmt(value) return string.format('%d', value) end
+local function expiry(record) return tonumber(record.expiresAt) or 0 end
+local function isFinal(outcome) return outcome == 'success' or outcome == 'failure' or outcome == 'skipped' end
+
+local function get(when)
+  local raw = redis.call('HGET', KEYS[4], fmt(when))
+  if raw then return cjson.decode(raw) end
+  return nil
 end
-local time = redis.call('TIME')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', '(' .. string.format('%d', now - tonumber(ARGV[6])))
-return false
+
+local function put(when, record)
+  local field = fmt(when)
+  redis.call('HSET', KEYS[4], field, cjson.encode(record))
+  redis.call('ZADD', KEYS[5], field, field)
+  if record.outcome == 'success' then
+    redis.call('ZADD', KEYS[7], field, field)
+  else
+    redis.call('ZREM', KEYS[7], field)
+  end
+end
+
+local function publicCopy(record)
+  return {
+    job = record.job, scheduledAt = record.scheduledAt, outcome = record.outcome, reason = record.reason,
+    token = record.token, instance = record.instance, startedAt = record.startedAt, endedAt = record.endedAt,
+    error = record.error, takeovers = record.takeovers,
+  }
+end
+
+-- Its final state, without the lease, an earlier error or skip reason (the memory store's #end).
+local function finish(when, outcome, message)
+  local previous = get(when)
+  local record = previous and publicCopy(previous) or { job = job, scheduledAt = fmt(when) }
+  record.outcome, record.endedAt, record.error, record.reason = outcome, fmt(now), message, nil
+  put(when, record)
+end
+
+-- An occurrence nobody may take over any more (cancelled, or abandoned past its window) fails.
+local function giveUp(when, record)
+  finish(when, 'failure', record.cancelled and cancelledMessage or abandonedMessage)
+end
+
+-- Drops records older than the retention (by scheduledAt; never a running one), then the oldest
+-- past the record limit: at most 100 looked at, and 100 dropped, per call.
+local function trim(retention, limit)
+  local function drop(field)
+    redis.call('HDEL', KEYS[4], field)
+    redis.call('ZREM', KEYS[5], field)
+    redis.call('ZREM', KEYS[6], field)
+    redis.call('ZREM', KEYS[7], field)
+  end
+  local old = redis.call('ZRANGEBYSCORE', KEYS[5], '-inf', '(' .. fmt(now - retention), 'LIMIT', 0, 100)
+  for _, field in ipairs(old) do
+    local raw = redis.call('HGET', KEYS[4], field)
+    if not raw or cjson.decode(raw).outcome ~= 'running' then drop(field) end
+  end
+  local excess = redis.call('ZCARD', KEYS[5]) - limit
+  if excess > 0 then
+    for _, field in ipairs(redis.call('ZRANGE', KEYS[5], 0, math.min(excess, 100) - 1)) do drop(field) end
+  end
+end
+
+-- Frees the occurrence's lease when it is the caller's (the memory store's #releaseOccurrence).
+local function releaseOccurrence(when, record)
+  if record.owner ~= owner then return end
+  record.expiresAt = fmt(now)
+  put(when, record)
+  if perOccurrence then return end
+  if redis.call('GET', KEYS[1]) == owner then
+    redis.call('DEL', KEYS[1])
+    local current = redis.call('HMGET', KEYS[3], 'job', 'at')
+    if current[1] == job and current[2] == fmt(when) then redis.call('DEL', KEYS[3]) end
+  end
+end
 `;
 
 /**
- * Shared by the ledger reads: the oldest occurrence still within retention, by the server's clock.
- * KEYS[1] is the ledger hash; ARGV[1] the default retention.
+ * ARGV 5..10: instance, ttl ms, startingDeadlineMs, '1' for a manual run, retention ms, record
+ * limit. Returns { 'granted', scheduledAt, token, 1 for a takeover } | { 'wait', retryAt, 1 when
+ * running elsewhere } | { 'skipped', reason }. Recording a skip trims, as a finish does.
  */
-const oldestKept = `
-local time = redis.call('TIME')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-local oldest = now - tonumber(redis.call('HGET', KEYS[1], 'retention') or ARGV[1])
+const claimOccurrenceScript = `${ledgerPrelude}
+local instance, ttl, window, manual = ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8] == '1'
+
+local function grant(when, takeover)
+  local token = redis.call('INCR', KEYS[2])
+  if token == 1 then
+    token = tonumber(time[1]) * 1000000 + tonumber(time[2])
+    redis.call('SET', KEYS[2], fmt(token))
+  end
+  local field = fmt(when)
+  if not perOccurrence then
+    redis.call('SET', KEYS[1], owner, 'PX', ARGV[6])
+    redis.call('HSET', KEYS[3], 'job', job, 'at', field)
+  end
+  redis.call('ZREM', KEYS[6], field)
+  local previous = get(when)
+  local takeovers = (previous and tonumber(previous.takeovers) or 0) + (takeover and 1 or 0)
+  local record = {
+    job = job, scheduledAt = field, outcome = 'running', token = fmt(token), instance = instance,
+    startedAt = fmt(now), owner = owner, expiresAt = fmt(now + ttl),
+  }
+  if takeovers > 0 then record.takeovers = fmt(takeovers) end
+  put(when, record)
+  return { 'granted', field, token, takeover and 1 or 0 }
+end
+
+-- Queues the requested occurrence unless the policy says skip; false when it is to be skipped.
+local function enqueue(deadline)
+  if overlap == 'skip' then return false end
+  if overlap == 'buffer-one' then
+    local offset = 0
+    while true do
+      local fields = redis.call('ZRANGE', KEYS[6], offset, offset + 99)
+      for _, field in ipairs(fields) do
+        if tonumber(field) ~= at then
+          local raw = redis.call('HGET', KEYS[4], field)
+          local queued = raw and cjson.decode(raw)
+          if queued and queued.outcome == 'queued' and now <= (tonumber(queued.queuedUntil) or 0) then return false end
+        end
+      end
+      if #fields < 100 then break end
+      offset = offset + 100
+    end
+  end
+  local field = fmt(at)
+  redis.call('ZADD', KEYS[6], field, field)
+  put(at, { job = job, scheduledAt = field, outcome = 'queued', instance = instance, queuedUntil = fmt(deadline) })
+  return true
+end
+
+local function skip(reason)
+  local field = fmt(at)
+  redis.call('ZREM', KEYS[6], field)
+  put(at, { job = job, scheduledAt = field, outcome = 'skipped', reason = reason, endedAt = fmt(now), instance = instance })
+  trim(tonumber(ARGV[9]), tonumber(ARGV[10]))
+  return { 'skipped', reason }
+end
+
+local entry = get(at)
+local leaseOwner = redis.call('GET', KEYS[1])
+if manual then
+  if not perOccurrence and leaseOwner then return { 'skipped', 'overlap' } end
+  return grant(at, false)
+end
+if now < at then return { 'wait', fmt(at), 0 } end
+if entry and isFinal(entry.outcome) then return { 'skipped', 'already-done' } end
+local running = entry and entry.outcome == 'running'
+-- A running occurrence is judged by its own lease: still renewed, to be taken over, or given up.
+if running and expiry(entry) > now then return { 'wait', entry.expiresAt, 1 } end
+if running and (entry.cancelled or now > expiry(entry) + window) then
+  giveUp(at, entry)
+  return { 'skipped', 'already-done' }
+end
+local deadline = at + window
+
+-- Another occurrence (or a plain lock) holds the lease this one needs.
+if not perOccurrence and leaseOwner then
+  local keyExpiresAt = fmt(now + math.max(redis.call('PTTL', KEYS[1]), 0))
+  -- Abandoned, but the key is taken: it waits for the key (a takeover still needs the lease).
+  if running then return { 'wait', keyExpiresAt, 1 } end
+  if now > deadline then return skip('missed') end
+  if not (entry and entry.outcome == 'queued') and not enqueue(deadline) then return skip('overlap') end
+  if overlap == 'cancel-other' then
+    local current = redis.call('HMGET', KEYS[3], 'job', 'at')
+    local holder = current[1] == job and current[2] and get(tonumber(current[2]))
+    if holder and holder.outcome == 'running' then
+      holder.cancelled = true
+      put(tonumber(current[2]), holder)
+    end
+  end
+  return { 'wait', keyExpiresAt, 0 }
+end
+if (not entry or entry.outcome == 'queued') and now > deadline then return skip('missed') end
+
+-- The lease is free: it goes to the oldest occurrence still allowed to start.
+local pick, takeover = at, running
+if not perOccurrence then
+  local current = redis.call('HMGET', KEYS[3], 'job', 'at')
+  local currentAt = current[1] == job and current[2] and tonumber(current[2])
+  if currentAt and currentAt ~= at then
+    local abandoned = get(currentAt)
+    if abandoned and abandoned.outcome == 'running' then
+      if not abandoned.cancelled and now <= expiry(abandoned) + window then
+        if currentAt < pick then pick, takeover = currentAt, true end
+      else
+        giveUp(currentAt, abandoned)
+      end
+    end
+  end
+  -- Expired queued occurrences at the head of the queue are skipped as missed, a bounded number per call.
+  local purged = 0
+  while true do
+    local head = redis.call('ZRANGE', KEYS[6], 0, 0)[1]
+    if not head then break end
+    local raw = redis.call('HGET', KEYS[4], head)
+    local queued = raw and cjson.decode(raw)
+    if queued and queued.outcome == 'queued' and now <= (tonumber(queued.queuedUntil) or 0) then
+      local headAt = tonumber(head)
+      if headAt ~= at and headAt < pick then pick, takeover = headAt, false end
+      break
+    end
+    -- Ask again at once: the next call goes on purging.
+    if purged == 1000 then return { 'wait', fmt(now), 0 } end
+    redis.call('ZREM', KEYS[6], head)
+    if queued and queued.outcome == 'queued' then
+      queued.queuedUntil = nil
+      queued.outcome, queued.reason, queued.endedAt = 'skipped', 'missed', fmt(now)
+      put(tonumber(head), queued)
+    end
+    purged = purged + 1
+  end
+end
+local granted = grant(pick, takeover)
+-- Its own occurrence meets the one it was handed as it would meet any running occurrence.
+if pick ~= at and not entry then
+  if not enqueue(deadline) then skip('overlap') end
+end
+return granted
 `;
 
-/** KEYS: ledger, done. ARGV: default retention ms, scheduledAt. Returns 1 when completed within retention. */
-const isCompletedScript = `
-local score = redis.call('ZSCORE', KEYS[2], ARGV[2])
-if not score then return 0 end
-${oldestKept}
-if tonumber(score) < oldest then return 0 end
+/** ARGV 5: ttl ms. Returns 1 when renewed, else 0 (a cancelled occurrence's lease is freed). */
+const renewOccurrenceScript = `${ledgerPrelude}
+local record = get(at)
+if not record or record.outcome ~= 'running' or record.owner ~= owner or not (expiry(record) > now) then return 0 end
+if record.cancelled then
+  releaseOccurrence(at, record)
+  return 0
+end
+-- Under the key's lease, that lease must still be the holder's too.
+if not perOccurrence then
+  if redis.call('GET', KEYS[1]) ~= owner then return 0 end
+  redis.call('PEXPIRE', KEYS[1], ARGV[5])
+end
+record.expiresAt = fmt(now + tonumber(ARGV[5]))
+put(at, record)
 return 1
 `;
 
-/** KEYS: ledger, done. ARGV: default retention ms. Returns the latest completed occurrence within retention, or nil. */
+/**
+ * ARGV 5..10: token, outcome, '1' when an error message follows, error, retention ms, record limit.
+ * Returns nil when recorded, or the occurrence's highest token when `token` is lower (then only
+ * the release was written). Then drops records older than the retention, and the oldest past the
+ * record limit, at most 100 of each per call.
+ */
+const finishOccurrenceScript = `${ledgerPrelude}
+local token, outcome = tonumber(ARGV[5]), ARGV[6]
+local record = get(at)
+if record then releaseOccurrence(at, record) end
+local latest = record and tonumber(record.token)
+if latest and latest > token then return fmt(latest) end
+if record and record.cancelled and outcome == 'failure' then
+  finish(at, 'failure', cancelledMessage)
+else
+  finish(at, outcome, ARGV[7] == '1' and ARGV[8] or nil)
+end
+trim(tonumber(ARGV[9]), tonumber(ARGV[10]))
+return false
+`;
+
+/** KEYS: index, occurrences. ARGV: limit (>= 1). Returns the records (JSON), newest first. */
+const runHistoryScript = `
+local fields = redis.call('ZREVRANGE', KEYS[1], 0, tonumber(ARGV[1]) - 1)
+local records = {}
+for _, field in ipairs(fields) do
+  local raw = redis.call('HGET', KEYS[2], field)
+  if raw then table.insert(records, raw) end
+end
+return records
+`;
+
+/** KEYS: succeeded. Returns the latest occurrence that succeeded, or nil. */
 const lastCompletedScript = `
-${oldestKept}
-local latest = redis.call('ZREVRANGEBYSCORE', KEYS[2], '+inf', string.format('%d', oldest), 'LIMIT', 0, 1)
-return latest[1] or false
+return redis.call('ZREVRANGE', KEYS[1], 0, 0)[1] or false
 `;
 
 /**
@@ -123,13 +383,15 @@ export class StoreScript {
 }
 
 export const storeScripts = {
-  acquire: new StoreScript(acquireScript, 2),
+  acquire: new StoreScript(acquireScript, 3),
   renew: new StoreScript(renewScript, 1),
   release: new StoreScript(releaseScript, 1),
   inspect: new StoreScript(inspectScript, 2),
-  recordRun: new StoreScript(recordRunScript, 3),
-  isCompleted: new StoreScript(isCompletedScript, 2),
-  lastCompleted: new StoreScript(lastCompletedScript, 2),
+  claimOccurrence: new StoreScript(claimOccurrenceScript, 7),
+  renewOccurrence: new StoreScript(renewOccurrenceScript, 7),
+  finishOccurrence: new StoreScript(finishOccurrenceScript, 7),
+  runHistory: new StoreScript(runHistoryScript, 2),
+  lastCompleted: new StoreScript(lastCompletedScript, 1),
   fencedSet: new StoreScript(fencedSetScript, 2),
 } as const;
 

@@ -2,7 +2,18 @@ import type { Cluster, Redis } from 'ioredis';
 import { parseDuration } from '../../pipeline/duration.ts';
 import { InvalidOptionError } from '../../pipeline/errors.ts';
 import { StaleTokenError, StoreUnavailableError } from '../../strategies/lock/errors.ts';
-import type { RunLedger, RunRecord } from '../../strategies/lock/run-ledger.ts';
+import {
+  type ClaimRequest,
+  type ClaimResult,
+  type LedgerSkipReason,
+  ledgerRecordLimit,
+  type OccurrenceLease,
+  type OverlapPolicy,
+  overlapPolicies,
+  type RunLedger,
+  type RunRecord,
+  type RunResult,
+} from '../../strategies/lock/run-ledger.ts';
 import type { LeaseInfo, LockStore } from '../../strategies/lock/store.ts';
 import { BoundedCommands, type ConnectionStatus, commandError, describe } from './bounded-commands.ts';
 import { redisLockStoreDefaults, redisLockStoreLimits } from './defaults.ts';
@@ -21,9 +32,13 @@ type PipelineReplies = Array<[Error | null, unknown]> | null;
  * A {@link LockStore} and {@link RunLedger} on Redis, through an ioredis client you create (so TLS,
  * ACL users, Sentinel and Cluster are configured the ioredis way), plus a fenced write.
  *
- * - Each operation is one Lua script: one round trip, atomic. Lease and token keys of a lock share
- *   a `{key}` hash tag, so it works on Redis Cluster.
- * - Expiry is judged by Redis (`PX`); `now()` is the server's clock (`TIME`).
+ * - Each operation is one Lua script: one round trip, atomic. The lease and token keys of a lock,
+ *   and the run ledger of the occurrences claimed under it, share a `{key}` hash tag, so it works
+ *   on Redis Cluster (see keys.ts for the layout).
+ * - Expiry is judged by Redis (`PX`); `now()` is the server's clock (`TIME`), and so is every
+ *   decision of the run ledger (deadlines, takeovers, retention), which follows `MemoryLockStore`'s.
+ * - A claim granted under the key's lease (every overlap policy but `allow-all`) holds the same
+ *   `{key}:lease` as `acquire`, so plain locks and claims exclude each other and `inspect` shows it.
  * - Fencing tokens: `INCR` of a counter that never expires, seeded from the server's `TIME` in
  *   microseconds when missing, so they increase on every acquire, also across a Redis restarted
  *   without persistence. A failover to a replica that missed the last increments can hand out a
@@ -101,7 +116,7 @@ export class RedisLockStore implements LockStore, RunLedger {
     const invalid = rejectInvalidLease(key, ttlMs);
     if (invalid) return invalid;
     const lease = this.#keys.lease(key);
-    const args = [lease, this.#keys.token(key), owner, pxTtl(ttlMs)];
+    const args = [lease, this.#keys.token(key), this.#keys.current(key), owner, pxTtl(ttlMs)];
     if (this.#waitForReplicas > 0) return this.#acquireReplicated(key, args);
     const client = this.#client;
     return this.#bounded
@@ -117,7 +132,7 @@ export class RedisLockStore implements LockStore, RunLedger {
   }
 
   async #acquireReplicated(key: string, args: Argument[]): Promise<number | undefined> {
-    const [lease, , owner] = args as [string, string, string, number];
+    const [lease, , , owner] = args as [string, string, string, string, number];
     const replies = await this.#bounded.run(
       'acquire',
       key,
@@ -187,70 +202,130 @@ export class RedisLockStore implements LockStore, RunLedger {
     return serverMs(String(seconds), String(microseconds));
   }
 
-  async isCompleted(job: string, scheduledAt: number): Promise<boolean> {
-    const keys = this.#keys;
-    checkKey(job, 'job');
+  /**
+   * One script: decides, on the server's clock, what the fire does (see `RunLedger`), exactly as
+   * `MemoryLockStore` does. Every key it touches shares the lease key's `{key}` hash tag. Recording
+   * a skip drops records past `request.retentionMs`, as a finish does.
+   */
+  async claimOccurrence(request: ClaimRequest): Promise<ClaimResult> {
+    const { job, key, scheduledAt, owner, instance, ttlMs, overlap, startingDeadlineMs } = request;
+    checkJob(job);
+    checkKey(key);
     checkEpochMs(scheduledAt, 'scheduledAt');
-    const reply = await this.#script('isCompleted', job, storeScripts.isCompleted, [
-      keys.ledger(job),
-      keys.done(job),
-      redisLockStoreDefaults.retentionMs,
+    checkOwner(owner);
+    if (typeof instance !== 'string') throw new InvalidOptionError('instance', instance, 'a string');
+    const ttl = checkTtl(ttlMs);
+    checkOverlap(overlap);
+    if (!(startingDeadlineMs >= 0) || !Number.isFinite(startingDeadlineMs)) {
+      throw new InvalidOptionError('startingDeadlineMs', startingDeadlineMs, 'a number of ms >= 0');
+    }
+    const retentionMs = checkRetention(request.retentionMs);
+    const reply = (await this.#writeScript('claimOccurrence', key, storeScripts.claimOccurrence, [
+      ...this.#keys.ledger(key, job),
+      job,
       scheduledAt,
+      owner,
+      overlap,
+      instance,
+      ttl,
+      startingDeadlineMs,
+      request.manual ? '1' : '0',
+      retentionMs,
+      ledgerRecordLimit,
+    ])) as [string, string | number, number?, number?];
+    switch (reply[0]) {
+      case 'granted':
+        return {
+          status: 'granted',
+          takeover: reply[3] === 1,
+          lease: { job, key, scheduledAt: Number(reply[1]), owner, token: Number(reply[2]), overlap },
+        };
+      case 'wait':
+        return { status: 'wait', retryAt: Number(reply[1]), runningElsewhere: reply[2] === 1 };
+      default:
+        return { status: 'skipped', reason: reply[1] as LedgerSkipReason | 'already-done' };
+    }
+  }
+
+  async renewOccurrence(lease: OccurrenceLease, ttlMs: number): Promise<boolean> {
+    const ttl = checkTtl(ttlMs);
+    const reply = await this.#writeScript('renewOccurrence', lease.key, storeScripts.renewOccurrence, [
+      ...this.#leaseArguments(lease),
+      ttl,
     ]);
     return reply === 1;
   }
 
-  async recordRun(
-    record: RunRecord,
-    options: { retentionMs?: number; historyLimit?: number } = {},
+  /**
+   * Records the end and releases the lease; a token lower than the occurrence's latest claim throws
+   * `StaleTokenError` (only the release is written). Then drops records older than `retentionMs`
+   * and the oldest past `ledgerRecordLimit`, at most 100 of each per call.
+   */
+  async finishOccurrence(
+    lease: OccurrenceLease,
+    result: RunResult,
+    options: { retentionMs?: number } = {},
   ): Promise<void> {
-    const { job, token, scheduledAt } = record;
-    checkKey(job, 'record.job');
-    checkToken(token, 'record.token');
-    checkEpochMs(scheduledAt, 'record.scheduledAt');
-    const retentionMs = options.retentionMs ?? redisLockStoreDefaults.retentionMs;
-    if (!Number.isSafeInteger(retentionMs) || retentionMs < 0) {
-      throw new InvalidOptionError('retentionMs', retentionMs, 'an integer number of ms >= 0');
+    const leaseArguments = this.#leaseArguments(lease);
+    checkToken(lease.token, 'lease.token');
+    if (result?.outcome !== 'success' && result?.outcome !== 'failure') {
+      throw new InvalidOptionError('result.outcome', result?.outcome, "'success' or 'failure'");
     }
-    const historyLimit = options.historyLimit ?? redisLockStoreDefaults.historyLimit;
-    if (!Number.isSafeInteger(historyLimit) || historyLimit < 1) {
-      throw new InvalidOptionError('historyLimit', historyLimit, 'an integer >= 1');
+    if (result.error !== undefined && typeof result.error !== 'string') {
+      throw new InvalidOptionError('result.error', result.error, 'a string');
     }
-    const keys = this.#keys;
-    const highest = await this.#writeScript('recordRun', job, storeScripts.recordRun, [
-      keys.ledger(job),
-      keys.runs(job),
-      keys.done(job),
-      String(token),
-      JSON.stringify(record),
-      historyLimit,
-      record.outcome === 'success' ? '1' : '0',
-      scheduledAt,
+    const retentionMs = checkRetention(options.retentionMs);
+    const highest = await this.#writeScript('finishOccurrence', lease.key, storeScripts.finishOccurrence, [
+      ...leaseArguments,
+      String(lease.token),
+      result.outcome,
+      result.error === undefined ? '0' : '1',
+      result.error ?? '',
       retentionMs,
+      ledgerRecordLimit,
     ]);
-    if (highest !== null) throw new StaleTokenError(job, token, Number(highest));
+    if (highest !== null) throw new StaleTokenError(lease.job, lease.token, Number(highest));
   }
 
-  async runHistory(job: string, limit: number = redisLockStoreDefaults.historyLimit): Promise<RunRecord[]> {
-    checkKey(job, 'job');
+  /** The job's occurrences under `key` (defaults to the job's name), newest first, at most `limit` (20). */
+  async runHistory(job: string, options: { key?: string; limit?: number } = {}): Promise<RunRecord[]> {
+    checkJob(job);
+    const key = checkKey(options.key ?? job);
+    const limit = options.limit ?? redisLockStoreDefaults.historyLimit;
     if (!Number.isSafeInteger(limit) || limit < 0)
       throw new InvalidOptionError('limit', limit, 'an integer >= 0');
     if (limit === 0) return [];
-    const runs = this.#keys.runs(job);
-    const client = this.client;
-    const lines = await this.#bounded.run('runHistory', job, () => client.lrange(runs, 0, limit - 1));
-    return lines.map((line) => JSON.parse(line) as RunRecord);
+    const keys = this.#keys;
+    const lines = (await this.#script('runHistory', key, storeScripts.runHistory, [
+      keys.index(key, job),
+      keys.occurrences(key, job),
+      limit,
+    ])) as string[];
+    return lines.map(parseRecord);
   }
 
-  async lastCompleted(job: string): Promise<number | undefined> {
-    checkKey(job, 'job');
-    const keys = this.#keys;
-    const latest = await this.#script('lastCompleted', job, storeScripts.lastCompleted, [
-      keys.ledger(job),
-      keys.done(job),
-      redisLockStoreDefaults.retentionMs,
+  /** The latest occurrence of the job under `key` (defaults to the job's name) that succeeded, or `undefined`. */
+  async lastCompleted(job: string, options: { key?: string } = {}): Promise<number | undefined> {
+    checkJob(job);
+    const key = checkKey(options.key ?? job);
+    const latest = await this.#script('lastCompleted', key, storeScripts.lastCompleted, [
+      this.#keys.succeeded(key, job),
     ]);
     return latest === null ? undefined : Number(latest);
+  }
+
+  /** KEYS and the ARGV every ledger script starts with, for a granted lease. */
+  #leaseArguments(lease: OccurrenceLease): Argument[] {
+    if (lease === null || typeof lease !== 'object') {
+      throw new InvalidOptionError('lease', lease, 'an OccurrenceLease from claimOccurrence');
+    }
+    const { job, key, scheduledAt, owner, overlap } = lease;
+    checkJob(job, 'lease.job');
+    checkKey(key, 'lease.key');
+    checkEpochMs(scheduledAt, 'lease.scheduledAt');
+    checkOwner(owner, 'lease.owner');
+    checkOverlap(overlap, 'lease.overlap');
+    return [...this.#keys.ledger(key, job), job, scheduledAt, owner, overlap];
   }
 
   /**
@@ -416,4 +491,64 @@ function checkToken(token: number, name: string): void {
 function checkEpochMs(value: number, name: string): void {
   if (!Number.isSafeInteger(value))
     throw new InvalidOptionError(name, value, 'epoch milliseconds (an integer)');
+}
+
+function checkRetention(retentionMs: number | undefined): number {
+  const value = retentionMs ?? redisLockStoreDefaults.retentionMs;
+  if (!Number.isSafeInteger(value) || value < 0) {
+    throw new InvalidOptionError('retentionMs', value, 'an integer number of ms >= 0');
+  }
+  return value;
+}
+
+function checkJob(job: string, name = 'job'): void {
+  if (typeof job !== 'string' || job.length === 0)
+    throw new InvalidOptionError(name, job, 'a non-empty string');
+}
+
+function checkOwner(owner: string, name = 'owner'): void {
+  if (typeof owner !== 'string' || owner.length === 0)
+    throw new InvalidOptionError(name, owner, 'a non-empty string');
+}
+
+function checkOverlap(overlap: OverlapPolicy, name = 'overlap'): void {
+  if (!overlapPolicies.includes(overlap)) {
+    throw new InvalidOptionError(
+      name,
+      overlap,
+      `one of ${overlapPolicies.map((policy) => `'${policy}'`).join(', ')}`,
+    );
+  }
+}
+
+/** A record as the scripts keep it: numbers as '%d' strings, plus fields only the ledger reads. */
+interface StoredRecord {
+  job: string;
+  scheduledAt: string;
+  outcome: RunRecord['outcome'];
+  reason?: LedgerSkipReason;
+  token?: string;
+  instance?: string;
+  startedAt?: string;
+  endedAt?: string;
+  error?: string;
+  takeovers?: string;
+}
+
+/** The public `RunRecord` of a stored one: only its fields, numbers as numbers. */
+function parseRecord(line: string): RunRecord {
+  const stored = JSON.parse(line) as StoredRecord;
+  const record: { -readonly [K in keyof RunRecord]: RunRecord[K] } = {
+    job: stored.job,
+    scheduledAt: Number(stored.scheduledAt),
+    outcome: stored.outcome,
+  };
+  if (stored.reason !== undefined) record.reason = stored.reason;
+  if (stored.token !== undefined) record.token = Number(stored.token);
+  if (stored.instance !== undefined) record.instance = stored.instance;
+  if (stored.startedAt !== undefined) record.startedAt = Number(stored.startedAt);
+  if (stored.endedAt !== undefined) record.endedAt = Number(stored.endedAt);
+  if (stored.error !== undefined) record.error = stored.error;
+  if (stored.takeovers !== undefined) record.takeovers = Number(stored.takeovers);
+  return record;
 }

@@ -1,7 +1,17 @@
 import { Redis } from 'ioredis';
-import { isInvalidOptionError, isStaleTokenError, isStoreUnavailableError } from 'resil';
+import {
+  type ClaimRequest,
+  type ClaimResult,
+  isInvalidOptionError,
+  isStaleTokenError,
+  isStoreUnavailableError,
+  type OccurrenceLease,
+  type RunLedger,
+} from 'resil';
 import { RedisLockStore, redisLockStoreDefaults } from 'resil/redis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+// Not exported by the package: the limit the store must honour.
+import { ledgerRecordLimit } from '../../../src/strategies/lock/run-ledger.ts';
 import {
   privateRedisUnavailableReason,
   type RedisServer,
@@ -10,6 +20,30 @@ import {
 } from '../../support/redis.ts';
 
 const ttl = 30_000;
+
+/** A claim of `scheduledAt` (default: 2 s ago, a whole second) for `job` on `key` (default: the job's name). */
+function claimOf(ledger: RunLedger, overrides: Partial<ClaimRequest> = {}): Promise<ClaimResult> {
+  const job = overrides.job ?? 'nightly';
+  return ledger.claimOccurrence({
+    job,
+    key: job,
+    scheduledAt: Math.floor((Date.now() - 2_000) / 1_000) * 1_000,
+    owner: `owner-${Math.random()}`,
+    instance: 'test:1',
+    ttlMs: ttl,
+    overlap: 'skip',
+    startingDeadlineMs: 60_000,
+    ...overrides,
+  });
+}
+
+async function grantOf(ledger: RunLedger, overrides: Partial<ClaimRequest> = {}): Promise<OccurrenceLease> {
+  const result = await claimOf(ledger, overrides);
+  if (result.status !== 'granted') throw new Error(`expected a grant, got ${JSON.stringify(result)}`);
+  return result.lease;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('RedisLockStore defaults and options', () => {
   it('pins the documented defaults', () => {
@@ -62,6 +96,45 @@ describe('RedisLockStore defaults and options', () => {
     await expect(store.fencedSet('r', 1.5, 'v', 'x')).rejects.toThrow(/token/);
     expect(client.status).toBe('wait');
   });
+
+  it('rejects invalid claims, leases, results and history options before sending', async () => {
+    const store = new RedisLockStore(client);
+    await expect(claimOf(store, { job: '' })).rejects.toThrow(/job/);
+    await expect(claimOf(store, { key: '}x' })).rejects.toThrow(/key/);
+    await expect(claimOf(store, { scheduledAt: 1.5 })).rejects.toThrow(/scheduledAt/);
+    await expect(claimOf(store, { owner: '' })).rejects.toThrow(/owner/);
+    await expect(claimOf(store, { ttlMs: 0 })).rejects.toThrow(/ttlMs/);
+    await expect(claimOf(store, { overlap: 'sometimes' as never })).rejects.toThrow(/overlap.*"sometimes"/);
+    await expect(claimOf(store, { startingDeadlineMs: -1 })).rejects.toThrow(/startingDeadlineMs/);
+    await expect(claimOf(store, { startingDeadlineMs: Number.POSITIVE_INFINITY })).rejects.toThrow(
+      /startingDeadlineMs/,
+    );
+    const lease: OccurrenceLease = {
+      job: 'nightly',
+      key: 'nightly',
+      scheduledAt: 1_000,
+      owner: 'a',
+      token: 7,
+      overlap: 'skip',
+    };
+    await expect(store.renewOccurrence(lease, Number.NaN)).rejects.toThrow(/ttlMs/);
+    await expect(store.renewOccurrence({ ...lease, key: '' }, ttl)).rejects.toThrow(/lease\.key/);
+    await expect(store.finishOccurrence({ ...lease, token: -1 }, { outcome: 'success' })).rejects.toThrow(
+      /lease\.token/,
+    );
+    await expect(store.finishOccurrence(lease, { outcome: 'skipped' as never })).rejects.toThrow(
+      /result\.outcome/,
+    );
+    await expect(store.finishOccurrence(lease, { outcome: 'success' }, { retentionMs: -1 })).rejects.toThrow(
+      /retentionMs/,
+    );
+    await expect(store.runHistory('nightly', { limit: -1 })).rejects.toThrow(/limit/);
+    await expect(store.runHistory('nightly', { limit: 1.5 })).rejects.toThrow(/limit/);
+    await expect(store.runHistory('nightly', { key: '' })).rejects.toThrow(/key/);
+    await expect(store.lastCompleted('')).rejects.toThrow(/job/);
+    expect(await store.runHistory('nightly', { limit: 0 })).toEqual([]);
+    expect(client.status).toBe('wait');
+  });
 });
 
 describe.skipIf(privateRedisUnavailableReason())('RedisLockStore on a private Redis', () => {
@@ -80,40 +153,66 @@ describe.skipIf(privateRedisUnavailableReason())('RedisLockStore on a private Re
     await server?.stop();
   });
 
-  it('puts every key it writes under the prefix, lease and token of a lock under one hash tag', async () => {
+  it("puts every key it writes under the prefix, a lock's and its occurrences' under the lease key's hash tag", async () => {
     const store = new RedisLockStore(client, { prefix: 'billing:' });
     const token = await store.acquire('nightly', 'a', ttl);
     await store.renew('nightly', 'a', ttl);
     await store.inspect('nightly');
-    await store.recordRun({
-      job: 'nightly',
-      scheduledAt: Date.now(),
-      outcome: 'success',
-      token: token!,
-      instance: 'test:1',
-      startedAt: Date.now(),
-      endedAt: Date.now(),
-    });
     await store.fencedSet('report', token!, 'latest', 'body');
     await store.release('nightly', 'a');
+    // The job's lock key is not its name: the ledger lives under the key's hash tag.
+    const lease = await grantOf(store, { job: 'nightly', key: 'nightly-lock', overlap: 'buffer-all' });
+    expect(
+      await claimOf(store, {
+        job: 'nightly',
+        key: 'nightly-lock',
+        overlap: 'buffer-all',
+        scheduledAt: lease.scheduledAt + 1_000,
+      }),
+    ).toMatchObject({ status: 'wait' });
     expect(await scanKeys(admin, '*')).toEqual([
-      'billing:{nightly}:done',
-      'billing:{nightly}:ledger',
-      'billing:{nightly}:runs',
+      'billing:{nightly-lock}:current',
+      'billing:{nightly-lock}:idx:nightly',
+      'billing:{nightly-lock}:lease',
+      'billing:{nightly-lock}:occ:nightly',
+      'billing:{nightly-lock}:queue:nightly',
+      'billing:{nightly-lock}:token',
       'billing:{nightly}:token',
       'billing:{report}:fence',
       'billing:{report}:value:latest',
     ]);
+    await store.finishOccurrence(lease, { outcome: 'success' });
+    expect(await store.lastCompleted('nightly', { key: 'nightly-lock' })).toBe(lease.scheduledAt);
+    // Nothing under the job's own name (no key given means the job's name is its key).
+    expect(await store.runHistory('nightly')).toEqual([]);
+    expect(await store.lastCompleted('nightly')).toBeUndefined();
+    // Finished: the lease and the key's current occurrence are gone; the queued one waits for its next claim.
+    expect(await scanKeys(admin, 'billing:{nightly-lock}:*')).toEqual([
+      'billing:{nightly-lock}:idx:nightly',
+      'billing:{nightly-lock}:occ:nightly',
+      'billing:{nightly-lock}:queue:nightly',
+      'billing:{nightly-lock}:succeeded:nightly',
+      'billing:{nightly-lock}:token',
+    ]);
     await admin.flushall();
   });
 
-  it('sends exactly one command per acquire, renew, release and inspect (MONITOR)', async () => {
+  it('sends exactly one command per operation: acquire, renew, release, inspect and every ledger operation (MONITOR)', async () => {
     const store = new RedisLockStore(client, { prefix: 'count:' });
+    const round = async (name: string) => {
+      await store.acquire(name, 'a', ttl);
+      await store.renew(name, 'a', ttl);
+      await store.inspect(name);
+      await store.release(name, 'a');
+      const lease = await grantOf(store, { job: name });
+      await store.renewOccurrence(lease, ttl);
+      await store.finishOccurrence(lease, { outcome: 'success' });
+      await store.runHistory(name);
+      await store.lastCompleted(name);
+    };
+    const perRound = 9;
     // The first use of a script on a server is EVALSHA, NOSCRIPT, then EVAL (which loads it).
-    await store.acquire('warm-up', 'a', ttl);
-    await store.renew('warm-up', 'a', ttl);
-    await store.inspect('warm-up');
-    await store.release('warm-up', 'a');
+    await round('warm-up');
     const monitor = await admin.monitor();
     const sent: string[] = [];
     let markerSeen: () => void = () => {};
@@ -126,16 +225,11 @@ describe.skipIf(privateRedisUnavailableReason())('RedisLockStore on a private Re
       else sent.push(args[0]!);
     });
     const rounds = 25;
-    for (let round = 0; round < rounds; round++) {
-      await store.acquire(`k${round}`, 'a', ttl);
-      await store.renew(`k${round}`, 'a', ttl);
-      await store.inspect(`k${round}`);
-      await store.release(`k${round}`, 'a');
-    }
+    for (let index = 0; index < rounds; index++) await round(`k${index}`);
     await client.echo('marker');
     await marker;
     monitor.disconnect();
-    expect(sent.length).toBe(rounds * 4);
+    expect(sent.length).toBe(rounds * perRound);
     expect(new Set(sent)).toEqual(new Set(['evalsha']));
   });
 
@@ -146,6 +240,22 @@ describe.skipIf(privateRedisUnavailableReason())('RedisLockStore on a private Re
     expect(await store.renew('k', 'a', ttl)).toBe(true);
     await store.release('k', 'a');
     expect(await store.inspect('k')).toBeUndefined();
+    const lease = await grantOf(store, { job: 'j' });
+    await admin.script('FLUSH');
+    expect(await store.renewOccurrence(lease, ttl)).toBe(true);
+    await admin.script('FLUSH');
+    await store.finishOccurrence(lease, { outcome: 'success' });
+    await admin.script('FLUSH');
+    expect(await store.runHistory('j')).toMatchObject([
+      { scheduledAt: lease.scheduledAt, outcome: 'success' },
+    ]);
+    await admin.script('FLUSH');
+    expect(await store.lastCompleted('j')).toBe(lease.scheduledAt);
+    await admin.script('FLUSH');
+    expect(await claimOf(store, { job: 'j', scheduledAt: lease.scheduledAt })).toEqual({
+      status: 'skipped',
+      reason: 'already-done',
+    });
   });
 
   it('seeds a missing token counter from the server clock in microseconds, kept in a key that never expires', async () => {
@@ -207,23 +317,157 @@ describe.skipIf(privateRedisUnavailableReason())('RedisLockStore on a private Re
     });
   });
 
-  it('keeps run records as JSON, with their error message', async () => {
-    const store = new RedisLockStore(client, { prefix: 'ledger:' });
-    const record = {
-      job: 'sync',
-      scheduledAt: Date.now() - 1_000,
-      outcome: 'failure' as const,
-      token: 7,
-      instance: 'host:42',
-      startedAt: Date.now() - 900,
-      endedAt: Date.now() - 800,
-      error: 'upstream said "no"',
-    };
-    await store.recordRun(record);
-    expect(await store.runHistory('sync')).toEqual([record]);
-    expect(await store.runHistory('sync', 0)).toEqual([]);
-    await expect(store.recordRun({ ...record, token: 6 })).rejects.toSatisfy(isStaleTokenError);
-    await expect(store.recordRun(record, { historyLimit: 0 })).rejects.toThrow(/historyLimit/);
+  describe('run ledger', () => {
+    it('returns only the public fields of a record, numbers as numbers (16-digit tokens exact), the error as written', async () => {
+      const store = new RedisLockStore(client, { prefix: 'ledger:' });
+      const lease = await grantOf(store, { job: 'sync', instance: 'host:42' });
+      // Tokens are seeded from the server clock in microseconds: beyond cjson's 14 digits.
+      expect(lease.token).toBeGreaterThan(1e15);
+      const error = 'upstream said "no" \\ ü 🚫';
+      await store.finishOccurrence(lease, { outcome: 'failure', error });
+      const [record, ...rest] = await store.runHistory('sync');
+      expect(rest).toEqual([]);
+      expect(Object.keys(record!).sort()).toEqual(
+        ['endedAt', 'error', 'instance', 'job', 'outcome', 'scheduledAt', 'startedAt', 'token'].sort(),
+      );
+      expect(record).toMatchObject({
+        job: 'sync',
+        scheduledAt: lease.scheduledAt,
+        outcome: 'failure',
+        token: lease.token,
+        instance: 'host:42',
+        error,
+      });
+      const serverNow = await store.now();
+      expect(record!.startedAt).toBeGreaterThan(serverNow - 5_000);
+      expect(record!.endedAt).toBeGreaterThanOrEqual(record!.startedAt!);
+      expect(record!.endedAt).toBeLessThanOrEqual(serverNow);
+      expect(await store.lastCompleted('sync')).toBeUndefined();
+    });
+
+    it('refuses a stale finish with StaleTokenError naming the job and both tokens, and still frees its lease', async () => {
+      const store = new RedisLockStore(client, { prefix: 'ledger-stale:' });
+      const dead = await grantOf(store, { job: 'sync', ttlMs: 200 });
+      await sleep(300);
+      const successor = await claimOf(store, { job: 'sync', scheduledAt: dead.scheduledAt, ttlMs: 200 });
+      expect(successor).toMatchObject({ status: 'granted', takeover: true });
+      if (successor.status !== 'granted') return;
+      let caught: unknown;
+      try {
+        await store.finishOccurrence(dead, { outcome: 'success' });
+      } catch (error) {
+        caught = error;
+      }
+      expect(isStaleTokenError(caught)).toBe(true);
+      expect(caught).toMatchObject({
+        code: 'STALE_TOKEN',
+        resource: 'sync',
+        token: dead.token,
+        highestToken: successor.lease.token,
+      });
+      expect(await store.runHistory('sync')).toMatchObject([
+        { outcome: 'running', token: successor.lease.token },
+      ]);
+      // A holder whose finish is refused after it reclaimed nothing: its own lease is freed all the same.
+      const lease = await grantOf(store, { job: 'other' });
+      await expect(
+        store.finishOccurrence({ ...lease, token: lease.token - 1 }, { outcome: 'success' }),
+      ).rejects.toSatisfy(isStaleTokenError);
+      expect(await store.inspect('other')).toBeUndefined();
+      expect(await store.runHistory('other')).toMatchObject([{ outcome: 'running', token: lease.token }]);
+    });
+
+    it('drops records past the retention when one finishes, looking at 100 per call, never a running one', async () => {
+      const store = new RedisLockStore(client, { prefix: 'ledger-trim:' });
+      const old = Math.floor((Date.now() - 2 * 3_600_000) / 1_000) * 1_000;
+      const running = await grantOf(store, {
+        job: 'trim',
+        scheduledAt: old - 1_000,
+        startingDeadlineMs: 3 * 3_600_000,
+        overlap: 'allow-all',
+      });
+      // 150 occurrences missed two hours ago: one skipped record each.
+      for (let index = 0; index < 150; index++) {
+        expect(
+          await claimOf(store, { job: 'trim', scheduledAt: old + index, startingDeadlineMs: 0 }),
+        ).toEqual({
+          status: 'skipped',
+          reason: 'missed',
+        });
+      }
+      const count = async () => (await store.runHistory('trim', { limit: 1_000 })).length;
+      expect(await count()).toBe(151);
+      const finish = async () =>
+        store.finishOccurrence(
+          await grantOf(store, {
+            job: 'trim',
+            overlap: 'allow-all',
+            scheduledAt: Date.now() - 1_000 - Math.floor(Math.random() * 1_000),
+          }),
+          { outcome: 'success' },
+          { retentionMs: 3_600_000 },
+        );
+      await finish();
+      // The 100 oldest, the running one among them, which stays.
+      expect(await count()).toBe(151 - 99 + 1);
+      await finish();
+      const left = await store.runHistory('trim', { limit: 1_000 });
+      expect(left.filter((record) => record.scheduledAt < Date.now() - 3_600_000)).toMatchObject([
+        { scheduledAt: running.scheduledAt, outcome: 'running' },
+      ]);
+      expect(left).toHaveLength(3);
+    });
+
+    it(`keeps at most ledgerRecordLimit (${ledgerRecordLimit}) records per job: a skip or a finish drops the oldest`, async () => {
+      const store = new RedisLockStore(client, { prefix: 'ledger-limit:' });
+      const first = Math.floor((Date.now() - 3_600_000) / 1_000) * 1_000;
+      const batch = 500;
+      const extra = 40;
+      // Missed occurrences, one skipped record each; each skip trims as a finish does.
+      for (let start = 0; start < ledgerRecordLimit + extra; start += batch) {
+        await Promise.all(
+          Array.from({ length: Math.min(batch, ledgerRecordLimit + extra - start) }, (_, index) =>
+            claimOf(store, { job: 'limit', scheduledAt: first + start + index, startingDeadlineMs: 0 }),
+          ),
+        );
+      }
+      expect(await admin.zcard('ledger-limit:{limit}:idx:limit')).toBe(ledgerRecordLimit);
+      expect(await admin.hlen('ledger-limit:{limit}:occ:limit')).toBe(ledgerRecordLimit);
+      const lease = await grantOf(store, { job: 'limit' });
+      await store.finishOccurrence(lease, { outcome: 'success' });
+      expect(await admin.zcard('ledger-limit:{limit}:idx:limit')).toBe(ledgerRecordLimit);
+      expect(await admin.hlen('ledger-limit:{limit}:occ:limit')).toBe(ledgerRecordLimit);
+      const kept = await store.runHistory('limit', { limit: ledgerRecordLimit });
+      expect(kept.at(-1)?.scheduledAt).toBe(first + extra + 1);
+      expect(kept[0]).toMatchObject({ scheduledAt: lease.scheduledAt, outcome: 'success' });
+    });
+
+    it('takes over an occurrence left running while another job sharing its key held the key since', async () => {
+      const store = new RedisLockStore(client, { prefix: 'ledger-orphan:' });
+      const at = Math.floor((Date.now() - 2_000) / 1_000) * 1_000;
+      const dead = await grantOf(store, { job: 'a', key: 'shared', scheduledAt: at, ttlMs: 200 });
+      await sleep(300);
+      const other = await grantOf(store, { job: 'b', key: 'shared', scheduledAt: at });
+      await store.finishOccurrence(other, { outcome: 'success' });
+      // The key now names no occurrence of `a`: its running one is still abandoned, and taken over.
+      const result = await claimOf(store, { job: 'a', key: 'shared', scheduledAt: at });
+      expect(result).toMatchObject({ status: 'granted', takeover: true, lease: { scheduledAt: at } });
+      if (result.status !== 'granted') return;
+      expect(result.lease.token).toBeGreaterThan(other.token);
+      await expect(store.finishOccurrence(dead, { outcome: 'success' })).rejects.toSatisfy(isStaleTokenError);
+    });
+
+    it('keeps a renewed lease alive on the key: the lease key is renewed with the occurrence', async () => {
+      const store = new RedisLockStore(client, { prefix: 'ledger-renew:' });
+      const lease = await grantOf(store, { job: 'r', ttlMs: 1_000 });
+      expect(await store.renewOccurrence(lease, 10_000)).toBe(true);
+      expect(await admin.pttl('ledger-renew:{r}:lease')).toBeGreaterThan(5_000);
+      const perOccurrence = await grantOf(store, { job: 'p', overlap: 'allow-all', ttlMs: 1_000 });
+      expect(await store.renewOccurrence(perOccurrence, 10_000)).toBe(true);
+      // allow-all: the occurrence's own lease, in its record; the key stays free for others.
+      expect(await admin.exists('ledger-renew:{p}:lease')).toBe(0);
+      expect(await store.acquire('p', 'plain', ttl)).toBeGreaterThan(perOccurrence.token);
+    });
   });
 });
 
@@ -260,6 +504,44 @@ describe.skipIf(privateRedisUnavailableReason())('RedisLockStore waitForReplicas
     expect(await store.renew('k', 'a', ttl)).toBe(true);
     await store.fencedSet('r', token!, 'v', 'x');
     expect(await replicaClient.get('wait:{r}:value:v')).toBe('x');
+  });
+
+  it('returns a claim, a renewal and a finish only once the replica has them', async () => {
+    const store = new RedisLockStore(client, {
+      prefix: 'wait-ledger:',
+      waitForReplicas: 1,
+      replicaTimeout: 500,
+    });
+    const lease = await grantOf(store, { job: 'j' });
+    const field = String(lease.scheduledAt);
+    expect(await replicaClient.get('wait-ledger:{j}:lease')).toBe(lease.owner);
+    expect(JSON.parse((await replicaClient.hget('wait-ledger:{j}:occ:j', field))!)).toMatchObject({
+      outcome: 'running',
+    });
+    expect(await store.renewOccurrence(lease, ttl)).toBe(true);
+    await store.finishOccurrence(lease, { outcome: 'success' });
+    expect(JSON.parse((await replicaClient.hget('wait-ledger:{j}:occ:j', field))!)).toMatchObject({
+      outcome: 'success',
+    });
+    expect(await replicaClient.exists('wait-ledger:{j}:lease')).toBe(0);
+  });
+
+  it('fails a ledger write with StoreUnavailableError when too few replicas acknowledge it', async () => {
+    const store = new RedisLockStore(client, {
+      prefix: 'wait-ledger2:',
+      waitForReplicas: 2,
+      replicaTimeout: 100,
+    });
+    let caught: unknown;
+    try {
+      await claimOf(store, { job: 'j' });
+    } catch (error) {
+      caught = error;
+    }
+    expect(isStoreUnavailableError(caught)).toBe(true);
+    expect((caught as Error).message).toMatch(
+      /claimOccurrence for "j" reached 1 of 2 replicas within 100 ms/,
+    );
   });
 
   it('fails with StoreUnavailableError and gives the lease back when too few replicas acknowledge', async () => {
