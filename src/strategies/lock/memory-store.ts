@@ -1,5 +1,5 @@
-import { systemTimeProvider, type TimeProvider } from '../../pipeline/time.ts';
 import { StaleTokenError } from './errors.ts';
+import { MemoryLeaseStore, type MemoryLeaseStoreOptions } from './memory-lease-store.ts';
 import {
   type ClaimRequest,
   type ClaimResult,
@@ -11,23 +11,8 @@ import {
   type RunRecord,
   type RunResult,
 } from './run-ledger.ts';
-import type { LeaseInfo, LockStore } from './store.ts';
 
-export interface MemoryLockStoreOptions {
-  /** The clock that judges expiry and retention. Defaults to the system clock. */
-  timeProvider?: TimeProvider;
-}
-
-interface KeyState {
-  /** The last token issued for the key; kept after release and expiry so tokens never repeat. */
-  token: number;
-  /** The current holder, or `undefined` once released. */
-  owner: string | undefined;
-  /** Epoch ms by the store's clock. */
-  expiresAt: number;
-  /** The occurrence the live lease was granted to by `claimOccurrence`, if any. */
-  current?: { readonly job: string; readonly scheduledAt: number };
-}
+export type MemoryLockStoreOptions = MemoryLeaseStoreOptions;
 
 /** An occurrence's record, with what the ledger needs beyond the public view. */
 interface LedgerEntry {
@@ -66,66 +51,22 @@ function ledgerId(key: string, job: string): string {
  * counter per key ever locked, so tokens stay monotonic across release and expiry; that is fine
  * unless your keys are unbounded. No timers: expiry is judged lazily by `timeProvider.now()`.
  *
- * The lock strategy's default store is one of these per time provider.
+ * The lock strategy's default store is its lease half, `MemoryLeaseStore`, one per time provider.
  *
  * @example
  * const store = new MemoryLockStore();
  * const pipeline = new ResiliencePipelineBuilder().addLock({ key: () => 'rebuild-cache', store }).build();
  */
-export class MemoryLockStore implements LockStore, RunLedger {
-  readonly #time: TimeProvider;
-  readonly #keys = new Map<string, KeyState>();
+export class MemoryLockStore extends MemoryLeaseStore implements RunLedger {
   readonly #jobs = new Map<string, JobLedger>();
 
-  constructor(options: MemoryLockStoreOptions = {}) {
-    this.#time = options.timeProvider ?? systemTimeProvider;
-  }
-
-  async acquire(key: string, owner: string, ttlMs: number): Promise<number | undefined> {
-    const now = this.#time.now();
-    const state = this.#keys.get(key);
-    if (state === undefined) {
-      this.#keys.set(key, { token: 1, owner, expiresAt: now + ttlMs });
-      return 1;
-    }
-    if (state.owner !== undefined && state.expiresAt > now) return undefined;
-    state.token++;
-    state.owner = owner;
-    state.expiresAt = now + ttlMs;
-    state.current = undefined;
-    return state.token;
-  }
-
-  async renew(key: string, owner: string, ttlMs: number): Promise<boolean> {
-    const now = this.#time.now();
-    const state = this.#live(key, now);
-    if (state?.owner !== owner) return false;
-    state.expiresAt = now + ttlMs;
-    return true;
-  }
-
-  async release(key: string, owner: string): Promise<void> {
-    const state = this.#live(key, this.#time.now());
-    if (state?.owner === owner) state.owner = undefined;
-  }
-
-  async inspect(key: string): Promise<LeaseInfo | undefined> {
-    const state = this.#live(key, this.#time.now());
-    if (state === undefined) return undefined;
-    return { owner: state.owner!, token: state.token, expiresAt: new Date(state.expiresAt) };
-  }
-
-  async now(): Promise<number> {
-    return this.#time.now();
-  }
-
   async claimOccurrence(request: ClaimRequest): Promise<ClaimResult> {
-    const now = this.#time.now();
+    const now = this.time.now();
     const { job, key, scheduledAt, overlap } = request;
     const ledger = this.#ledger(key, job);
     const entry = ledger.entries.get(scheduledAt);
     const perOccurrence = overlap === 'allow-all';
-    const keyLease = this.#live(key, now);
+    const keyLease = this.live(key, now);
     if (request.manual) {
       if (!perOccurrence && keyLease !== undefined) return { status: 'skipped', reason: 'overlap' };
       return this.#grant(request, ledger, scheduledAt, now, false);
@@ -166,7 +107,7 @@ export class MemoryLockStore implements LockStore, RunLedger {
     // The lease is free: it goes to the oldest occurrence still allowed to start.
     const candidates = [{ at: scheduledAt, takeover: entry?.record.outcome === 'running' }];
     if (!perOccurrence) {
-      const current = this.#keys.get(key)?.current;
+      const current = this.keys.get(key)?.current;
       if (current !== undefined && current.job === job && current.scheduledAt !== scheduledAt) {
         const abandoned = ledger.entries.get(current.scheduledAt);
         if (abandoned?.record.outcome === 'running') {
@@ -199,7 +140,7 @@ export class MemoryLockStore implements LockStore, RunLedger {
   }
 
   async renewOccurrence(lease: OccurrenceLease, ttlMs: number): Promise<boolean> {
-    const now = this.#time.now();
+    const now = this.time.now();
     const entry = this.#ledger(lease.key, lease.job).entries.get(lease.scheduledAt);
     if (entry?.record.outcome !== 'running' || entry.owner !== lease.owner || !(entry.expiresAt! > now)) {
       return false;
@@ -209,7 +150,7 @@ export class MemoryLockStore implements LockStore, RunLedger {
       return false;
     }
     if (lease.overlap !== 'allow-all') {
-      const state = this.#live(lease.key, now);
+      const state = this.live(lease.key, now);
       if (state?.owner !== lease.owner) return false;
       state.expiresAt = now + ttlMs;
     }
@@ -222,7 +163,7 @@ export class MemoryLockStore implements LockStore, RunLedger {
     result: RunResult,
     options: { retentionMs?: number } = {},
   ): Promise<void> {
-    const now = this.#time.now();
+    const now = this.time.now();
     const ledger = this.#ledger(lease.key, lease.job);
     const entry = ledger.entries.get(lease.scheduledAt);
     if (entry !== undefined) this.#releaseOccurrence(lease, entry);
@@ -277,10 +218,10 @@ export class MemoryLockStore implements LockStore, RunLedger {
     takeover: boolean,
   ): ClaimResult {
     const { key, owner, ttlMs, overlap } = request;
-    let state = this.#keys.get(key);
+    let state = this.keys.get(key);
     if (state === undefined) {
       state = { token: 0, owner: undefined, expiresAt: 0 };
-      this.#keys.set(key, state);
+      this.keys.set(key, state);
     }
     const token = ++state.token;
     const expiresAt = now + ttlMs;
@@ -383,9 +324,9 @@ export class MemoryLockStore implements LockStore, RunLedger {
 
   #releaseOccurrence(lease: OccurrenceLease, entry: LedgerEntry): void {
     if (entry.owner !== lease.owner) return;
-    entry.expiresAt = this.#time.now();
+    entry.expiresAt = this.time.now();
     if (lease.overlap === 'allow-all') return;
-    const state = this.#keys.get(lease.key);
+    const state = this.keys.get(lease.key);
     if (state?.owner === lease.owner) {
       state.owner = undefined;
       if (state.current?.scheduledAt === lease.scheduledAt && state.current.job === lease.job) {
@@ -409,26 +350,4 @@ export class MemoryLockStore implements LockStore, RunLedger {
       this.#dequeue(ledger, at);
     }
   }
-
-  /** The key's state while a lease is live on it, else `undefined`. */
-  #live(key: string, now: number): KeyState | undefined {
-    const state = this.#keys.get(key);
-    return state !== undefined && state.owner !== undefined && state.expiresAt > now ? state : undefined;
-  }
-}
-
-const defaultStores = new WeakMap<TimeProvider, MemoryLockStore>();
-
-/**
- * The lock strategy's default store: one `MemoryLockStore` per time provider, shared by every lock
- * built with it, so locks on the system clock exclude each other process-wide, and leases on a
- * `FakeTimeProvider` expire on that fake clock.
- */
-export function defaultLockStoreFor(timeProvider: TimeProvider): MemoryLockStore {
-  let store = defaultStores.get(timeProvider);
-  if (store === undefined) {
-    store = new MemoryLockStore({ timeProvider });
-    defaultStores.set(timeProvider, store);
-  }
-  return store;
 }

@@ -13,7 +13,7 @@ import { delay, neverAbortedSignal } from '../../pipeline/time.ts';
 import { lockDefaults, lockTiming } from './defaults.ts';
 import { LockLostError, LockNotAcquiredError, type StoreUnavailableError } from './errors.ts';
 import { HeldLease, type LeaseSettings } from './held-lease.ts';
-import { defaultLockStoreFor } from './memory-store.ts';
+import { defaultLockStoreFor } from './memory-lease-store.ts';
 import type { LockEventArguments, LockStoreErrorArguments, LockStrategyOptions } from './options.ts';
 import { randomOwnerId } from './owner-id.ts';
 import type { LockStore } from './store.ts';
