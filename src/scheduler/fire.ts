@@ -32,7 +32,12 @@ export type SkipReason =
   /** The store could not be reached: the fire fails closed. */
   | 'store-unavailable'
   /** The runner was stopping before the job started. */
-  | 'shutdown';
+  | 'shutdown'
+  /**
+   * The store forgot the occurrence while another instance ran it (a Redis restart without
+   * persistence): it is not run again, since it may have completed.
+   */
+  | 'store-reset';
 
 /** How one fire of a job ended. */
 export interface FireResult {
@@ -110,6 +115,9 @@ interface FireState {
  */
 const expiryMarginMs = 25;
 
+const storeResetMessage =
+  'not run: the store lost the record of this occurrence while another instance ran it (a restart without persistence?)';
+
 /** The occurrence an execution runs, for the telemetry listener. */
 const FIRE_STATE = new ResiliencePropertyKey<FireState>('resil.fireState');
 
@@ -180,6 +188,8 @@ export class JobFirer {
     const maxWatchDelay = Math.max(lockTiming.pollMaxDelay, lock.ttlMs / lockTiming.renewDivisor);
     // Not before its instant by this instance's estimate of the store's clock; the store checks too.
     let waitMs = manual ? 0 : state.scheduledAt - clock.now() + (clock.offset?.uncertaintyMs ?? 0);
+    /** This fire saw its occurrence running on another instance. */
+    let sawRunning = false;
     for (;;) {
       if (waitMs > 0) {
         try {
@@ -215,9 +225,18 @@ export class JobFirer {
         const untilRetry = claim.retryAt - clock.now() + expiryMarginMs;
         waitMs = Math.max(1, Math.min(pollDelay, untilRetry));
         pollDelay = Math.min(pollDelay * 2, claim.runningElsewhere ? maxWatchDelay : lockTiming.pollMaxDelay);
+        sawRunning ||= claim.runningElsewhere;
         continue;
       }
       const { lease } = claim;
+      if (lease.scheduledAt === state.scheduledAt && sawRunning && !claim.takeover) {
+        // A running occurrence only ever ends or is taken over: granted afresh, the store lost its
+        // record (a Redis restart without persistence). It may well have completed: do not run it.
+        await ledger
+          .finishOccurrence(lease, { outcome: 'failure', error: storeResetMessage })
+          .catch(() => {});
+        return { outcome: 'skipped', reason: 'store-reset' };
+      }
       if (lease.scheduledAt === state.scheduledAt) {
         state.takeover = claim.takeover;
         return this.#run(state, signal, lease);

@@ -272,6 +272,25 @@ describe('JobFirer', () => {
     expect(probe.calls).toHaveLength(1);
   });
 
+  it('a watcher whose store forgot the running occurrence (restart without persistence) does not run it again', async () => {
+    const { time, store, probe, job } = setup(
+      (probe) => resolvedJob({ run: probe.run, lock: { key: 'report', ttlMs: 3_000, waitMs: 0 } }),
+      'hold',
+    );
+    const a = await instance(store, job, { name: 'a' });
+    const b = await instance(store, job, { name: 'b' });
+    const first = a.firer.fire(start);
+    const watcher = b.firer.fire(start);
+    await time.advance(200);
+    store.reset();
+    await time.advance(3_000);
+    expect(await watcher).toEqual({ outcome: 'skipped', reason: 'store-reset' });
+    expect(probe.calls).toHaveLength(1);
+    expect((await store.runHistory('report'))[0]).toMatchObject({ outcome: 'failure' });
+    probe.finishAll();
+    await first;
+  });
+
   it('buffer-all: fires wait for the running occurrence and run one by one, oldest first', async () => {
     const order: number[] = [];
     const { time, store, job } = setup(() =>

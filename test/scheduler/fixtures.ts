@@ -94,7 +94,7 @@ export class RecordingLogger implements SchedulerLogger {
  * be taken down: every call then fails with `StoreUnavailableError` (as a dead Redis would).
  */
 export class ControlledStore implements LockStore, RunLedger {
-  readonly inner: MemoryLockStore;
+  inner: MemoryLockStore;
   /** The store's clock minus the instance's clock. */
   skewMs = 0;
   down = false;
@@ -103,11 +103,20 @@ export class ControlledStore implements LockStore, RunLedger {
   nowCalls = 0;
 
   constructor(readonly time: TimeProvider) {
+    this.inner = this.#fresh();
+  }
+
+  /** Forgets every lease and record, as a Redis restarted without persistence does. */
+  reset(): void {
+    this.inner = this.#fresh();
+  }
+
+  #fresh(): MemoryLockStore {
     // The ledger judges time on the store's clock, skew included.
-    const storeTime: TimeProvider = Object.create(time, {
-      now: { value: () => time.now() + this.skewMs },
+    const storeTime: TimeProvider = Object.create(this.time, {
+      now: { value: () => this.time.now() + this.skewMs },
     });
-    this.inner = new MemoryLockStore({ timeProvider: storeTime });
+    return new MemoryLockStore({ timeProvider: storeTime });
   }
 
   #check(): void {

@@ -74,7 +74,7 @@ describe('createScheduler (resil/scheduler)', () => {
       createScheduler({
         jobs: [
           { name: 'a', schedule: 'not cron', run: async () => {} },
-          { name: 'a', schedule: '* * * * *', run: async () => {}, timeout: '5 parsecs' },
+          { name: 'a', schedule: '* * * * *', run: async () => {}, timeout: '5 parsecs' as never },
         ],
       });
     } catch (caught) {
