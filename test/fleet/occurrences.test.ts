@@ -26,7 +26,13 @@ import {
 } from '../cli/run-process.ts';
 import { databaseUrlForTests, uniqueSchemaName } from '../support/postgres.ts';
 import { freePort } from '../support/processes.ts';
-import { deleteKeys, redisUrlForTests, uniquePrefix } from '../support/redis.ts';
+import {
+  deleteKeys,
+  redisServerAvailable,
+  redisUrlForTests,
+  startRedisServer,
+  uniquePrefix,
+} from '../support/redis.ts';
 import { skipOrFail } from '../support/services.ts';
 
 const redisUrl = await redisUrlForTests();
@@ -366,6 +372,61 @@ describe.skipIf(!redisUrl || !faketime)(
         90_000,
       );
     }
+
+    it.skipIf(!redisServerAvailable())(
+      'redis: a store restart that loses every key (no persistence): no occurrence runs twice or early, none is lost outside the outage + ttl',
+      async () => {
+        let server = await startRedisServer();
+        try {
+          const fixture = fixtureFor('occ-restart', {
+            store: 'redis',
+            schedule: '* * * * * *',
+            workMs: 200,
+            lock: { ttl: 3_000, wait: 3_000 },
+          });
+          const options = { storeRedisUrl: server.url };
+          const fleet = [
+            start(fixture, 'a', options),
+            start(fixture, 'b', options),
+            start(fixture, 'fast', { ...options, clockOffset: '+2s' }),
+          ];
+          await Promise.all(fleet.map(started));
+          const from = Math.ceil((await redisNow()) / 1000) * 1000 + 3_000;
+          await sleep(from + 4_000 - (await redisNow()));
+          const downAt = await redisNow();
+          await server.stop();
+          await sleep(2_000);
+          server = await startRedisServer({ port: server.port });
+          const upAt = await redisNow();
+          await sleep(8_000);
+          const until = Math.floor((await redisNow()) / 1000) * 1000 - 3_000;
+          await Promise.all(fleet.map((run) => run.process.stop(15_000)));
+
+          const all = await entries(fixture);
+          const result = figures(all, fleet, from, until, 1_000);
+          // An occurrence may be lost while the store is down, and until a lease taken just before
+          // the outage could have expired after it.
+          const outage = { from: downAt - 1_000, until: upAt + 3_000 + 1_000 };
+          const lostOutside = [];
+          for (let instant = from; instant <= until; instant += 1_000) {
+            const done = all.some((entry) => entry.phase === 'done' && entry.scheduledAt === instant);
+            if (!done && (instant < outage.from || instant > outage.until)) lostOutside.push(instant);
+          }
+          report(
+            `redis, 3 instances (one 2 s fast), Redis restarted without persistence (${Math.round(upAt - downAt)} ms down)`,
+            result,
+          );
+          expect(result.occurrences).toBeGreaterThanOrEqual(12);
+          expect(result.duplicates).toBe(0);
+          expect(result.early).toBe(0);
+          expect(lostOutside).toEqual([]);
+          for (const run of fleet) expect(await run.process.exited).toEqual({ code: 0, signal: null });
+        } finally {
+          await server.stop();
+        }
+      },
+      90_000,
+    );
 
     it('default overlap and wait: a killed holder of a long run is taken over, once (ttl 3 s to keep it short)', async () => {
       const fixture = fixtureFor('occ-default', {
