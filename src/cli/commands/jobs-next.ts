@@ -1,0 +1,70 @@
+import { UnknownJobError } from '../../scheduler/errors.ts';
+import type { ResolvedConfig, ResolvedJob } from '../../scheduler/job.ts';
+import { JobSchedule } from '../../scheduler/occurrence.ts';
+import { formatRelative, formatTable, formatTimeIn, localTimezone } from '../output.ts';
+import type { CommandHelpers } from '../program.ts';
+
+/** The job called `name`; throws `UnknownJobError` (exit code 2) naming the jobs the config does define. */
+export function jobNamed(config: ResolvedConfig, name: string): ResolvedJob {
+  const job = config.jobs.find((each) => each.name === name);
+  if (job === undefined) {
+    throw new UnknownJobError(
+      name,
+      config.jobs.map((each) => each.name),
+      config.filepath,
+    );
+  }
+  return job;
+}
+
+/**
+ * The first `count` instants of the job's schedule strictly after `after`, oldest first (fewer when
+ * the schedule has no more), computed as `resil run` fires them: in the job's timezone, with no
+ * instant for a local time in a DST gap.
+ */
+export function nextRuns(
+  job: Pick<ResolvedJob, 'schedule' | 'timezone'>,
+  after: number,
+  count: number,
+): number[] {
+  return new JobSchedule(job).between(after, Number.POSITIVE_INFINITY, count).instants;
+}
+
+/** `resil jobs next <name> [-n N] [--json]`: exit 0, or 2 for an unknown job. */
+export async function showNextRuns(
+  helpers: CommandHelpers,
+  name: string,
+  options: { count: number; json: boolean },
+): Promise<void> {
+  const config = await helpers.loadConfig();
+  const job = jobNamed(config, name);
+  const now = Date.now();
+  const instants = nextRuns(job, now, options.count);
+  if (options.json) {
+    helpers.stdout.write(
+      `${JSON.stringify(
+        instants.map((instant) => new Date(instant).toISOString()),
+        null,
+        2,
+      )}\n`,
+    );
+    return;
+  }
+  const { styles } = helpers;
+  const timezone = job.timezone ?? localTimezone();
+  if (instants.length === 0) {
+    helpers.stdout.write(`${name}: the schedule ${job.schedule} (${timezone}) has no future occurrence\n`);
+  } else {
+    const header = [`NEXT RUN (${timezone})`, 'UTC', 'IN'];
+    const rows = instants.map((instant) => {
+      const at = new Date(instant);
+      return [formatTimeIn(at, timezone), at.toISOString(), styles.dim(formatRelative(at, now))];
+    });
+    helpers.stdout.write(`${formatTable(header.map(styles.dim), rows)}\n`);
+  }
+  if (!job.enabled) {
+    helpers.stderr.write(
+      helpers.errorStyles.dim(`note: ${name} is disabled (enabled: false): resil run does not fire it\n`),
+    );
+  }
+}

@@ -1,0 +1,250 @@
+import { existsSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { nextRuns } from '../../src/cli/commands/jobs-next.ts';
+import { JobSchedule } from '../../src/scheduler/occurrence.ts';
+import { freePort } from '../support/processes.ts';
+import { createProject, ensureCliBuilt, type Project, runCli, tsConfig } from './cli-support.ts';
+
+const libfaketime = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
+
+const jobs = `[
+  { name: 'nightly', schedule: '30 2 * * *', timezone: 'Europe/Berlin', run: async () => {} },
+  { name: 'fall-back', schedule: '*/30 2 * * *', timezone: 'Europe/Berlin', run: async () => {} },
+  { name: 'beat', schedule: '*/10 * * * * *', run: async () => {} },
+  { name: 'off', schedule: '0 3 * * *', enabled: false, run: async () => {} },
+  { name: 'never', schedule: '0 0 30 2 *', run: async () => {} },
+]`;
+
+let project: Project;
+
+beforeAll(() => {
+  ensureCliBuilt();
+  project = createProject({ 'resil.config.ts': tsConfig(jobs, { extra: "timezone: 'UTC'," }) });
+});
+afterAll(() => project?.remove());
+
+/** `resil jobs next ...args` with the machine clock starting at `start` (UTC), by libfaketime. */
+function nextAt(start: string, args: readonly string[]) {
+  return runCli(['jobs', 'next', ...args], {
+    cwd: project.directory,
+    env: { LD_PRELOAD: libfaketime, FAKETIME: `@${start}`, DONT_FAKE_MONOTONIC: '1', TZ: 'UTC' },
+  });
+}
+
+/** The command's answer is the schedule's next instants after some moment while it ran. */
+async function expectScheduleAfterNow(args: readonly string[], schedule: JobSchedule, count: number) {
+  const before = Date.now();
+  const result = await runCli(['jobs', 'next', ...args], { cwd: project.directory });
+  const after = Date.now();
+  expect(result.code, result.stderr).toBe(0);
+  const instants = JSON.parse(result.stdout) as string[];
+  const expected = (from: number) =>
+    schedule.between(from, Number.POSITIVE_INFINITY, count).instants.map((at) => new Date(at).toISOString());
+  expect([expected(before), expected(after)]).toContainEqual(instants);
+  return instants;
+}
+
+describe('--help', () => {
+  it('jobs next --help has its options, exit codes and examples; jobs --help lists it', async () => {
+    const help = await runCli(['jobs', 'next', '--help']);
+    expect(help.code).toBe(0);
+    for (const text of [
+      '<name>',
+      '-n, --count <n>',
+      '(default: 5)',
+      '--json',
+      'DST',
+      'Exit codes: 0',
+      'bad -n',
+      'Examples:',
+      '$ resil jobs next nightly-report',
+    ]) {
+      expect(help.stdout).toContain(text);
+    }
+    const group = await runCli(['jobs', '--help']);
+    expect(group.stdout).toMatch(/\n {2}next \[options\] <name> /);
+    expect(group.stdout).toContain('$ resil jobs next nightly-report -n 10\n');
+  });
+});
+
+describe('--json', () => {
+  it('prints the next 5 instants as ISO 8601 UTC strings, as the scheduler computes them', async () => {
+    const instants = await expectScheduleAfterNow(
+      ['nightly', '--json'],
+      new JobSchedule({ schedule: '30 2 * * *', timezone: 'Europe/Berlin' }),
+      5,
+    );
+    expect(instants).toHaveLength(5);
+    for (const instant of instants) expect(instant).toBe(new Date(instant).toISOString());
+  });
+
+  it('-n / --count N prints N of them, up to 1000', async () => {
+    const beat = new JobSchedule({ schedule: '*/10 * * * * *', timezone: 'UTC' });
+    expect(await expectScheduleAfterNow(['beat', '-n', '3', '--json'], beat, 3)).toHaveLength(3);
+    expect(await expectScheduleAfterNow(['beat', '--count', '7', '--json'], beat, 7)).toHaveLength(7);
+    const nightly = new JobSchedule({ schedule: '30 2 * * *', timezone: 'Europe/Berlin' });
+    const many = await expectScheduleAfterNow(['nightly', '-n', '1000', '--json'], nightly, 1000);
+    expect(many).toHaveLength(1000);
+    // Nearly three years of 02:30 in Berlin: one a day, except on each spring-forward day.
+    const local = new Intl.DateTimeFormat('en-GB', {
+      timeZone: 'Europe/Berlin',
+      hour: '2-digit',
+      minute: '2-digit',
+    });
+    for (const instant of many) expect(local.format(new Date(instant))).toBe('02:30');
+    const gaps = many
+      .slice(1)
+      .filter((instant, i) => Date.parse(instant) - Date.parse(many[i]!) > 86_400_000);
+    expect(gaps.length).toBeGreaterThanOrEqual(2);
+  });
+
+  it('prints [] for a schedule with no future instant', async () => {
+    const result = await runCli(['jobs', 'next', 'never', '--json'], { cwd: project.directory });
+    expect(result).toMatchObject({ code: 0, stdout: '[]\n', stderr: '' });
+  });
+});
+
+describe('the table', () => {
+  it("shows each instant in the job's zone with the zone's name, not this machine's", async () => {
+    const result = await runCli(['jobs', 'next', 'nightly'], {
+      cwd: project.directory,
+      env: { TZ: 'America/New_York' },
+    });
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stderr).toBe('');
+    const lines = result.stdout.trimEnd().split('\n');
+    expect(lines).toHaveLength(6);
+    expect(lines[0]).toMatch(/^NEXT RUN \(Europe\/Berlin\)\s+UTC\s+IN$/);
+    for (const line of lines.slice(1)) {
+      expect(line).toMatch(
+        /^\d{4}-\d\d-\d\d 02:30:00 GMT\+[12]\s+\d{4}-\d\d-\d\dT0[01]:30:00\.000Z\s+in \d+[dhms]( \d+[hms])?$/,
+      );
+    }
+  });
+
+  it('notes on stderr that a disabled job does not fire (not with --json)', async () => {
+    const text = await runCli(['jobs', 'next', 'off', '-n', '2'], { cwd: project.directory });
+    expect(text.code).toBe(0);
+    expect(text.stdout.trimEnd().split('\n')).toHaveLength(3);
+    expect(text.stderr).toBe('note: off is disabled (enabled: false): resil run does not fire it\n');
+    const json = await runCli(['jobs', 'next', 'off', '--json'], { cwd: project.directory });
+    expect(json.stderr).toBe('');
+    expect(JSON.parse(json.stdout)).toHaveLength(5);
+  });
+
+  it('says when a schedule has no future instant', async () => {
+    const result = await runCli(['jobs', 'next', 'never'], { cwd: project.directory });
+    expect(result).toMatchObject({
+      code: 0,
+      stdout: 'never: the schedule 0 0 30 2 * (UTC) has no future occurrence\n',
+    });
+  });
+});
+
+describe('DST', () => {
+  it('nextRuns: no 02:30 on the spring-forward day, one instant per real pass on the fall-back day', () => {
+    const iso = (instants: number[]) => instants.map((at) => new Date(at).toISOString());
+    const nightly = { schedule: '30 2 * * *', timezone: 'Europe/Berlin' };
+    expect(iso(nextRuns(nightly, Date.parse('2026-03-28T00:00:00Z'), 3))).toEqual([
+      '2026-03-28T01:30:00.000Z',
+      '2026-03-30T00:30:00.000Z',
+      '2026-03-31T00:30:00.000Z',
+    ]);
+    const halfHourly = { schedule: '*/30 2 * * *', timezone: 'Europe/Berlin' };
+    expect(iso(nextRuns(halfHourly, Date.parse('2026-10-24T23:00:00Z'), 4))).toEqual([
+      '2026-10-25T00:00:00.000Z',
+      '2026-10-25T00:30:00.000Z',
+      '2026-10-25T01:00:00.000Z',
+      '2026-10-25T01:30:00.000Z',
+    ]);
+  });
+
+  it.skipIf(!existsSync(libfaketime))(
+    'the binary from 2026-03-28 (libfaketime): no entry on 2026-03-29, the zone name changes',
+    async () => {
+      const json = await nextAt('2026-03-28 00:00:00', ['nightly', '-n', '3', '--json']);
+      expect(json.code, json.stderr).toBe(0);
+      expect(JSON.parse(json.stdout)).toEqual([
+        '2026-03-28T01:30:00.000Z',
+        '2026-03-30T00:30:00.000Z',
+        '2026-03-31T00:30:00.000Z',
+      ]);
+      const text = await nextAt('2026-03-28 00:00:00', ['nightly', '-n', '3']);
+      expect(text.code, text.stderr).toBe(0);
+      const rows = text.stdout.trimEnd().split('\n').slice(1);
+      expect(rows.map((row) => row.slice(0, 25))).toEqual([
+        '2026-03-28 02:30:00 GMT+1',
+        '2026-03-30 02:30:00 GMT+2',
+        '2026-03-31 02:30:00 GMT+2',
+      ]);
+      expect(text.stdout).not.toContain('2026-03-29');
+    },
+  );
+
+  it.skipIf(!existsSync(libfaketime))(
+    'the binary on the fall-back night: 02:00 and 02:30 twice, told apart by the zone name',
+    async () => {
+      const text = await nextAt('2026-10-24 23:00:00', ['fall-back', '-n', '4']);
+      expect(text.code, text.stderr).toBe(0);
+      expect(
+        text.stdout
+          .trimEnd()
+          .split('\n')
+          .slice(1)
+          .map((row) => row.split(/ {2,}/).slice(0, 2)),
+      ).toEqual([
+        ['2026-10-25 02:00:00 GMT+2', '2026-10-25T00:00:00.000Z'],
+        ['2026-10-25 02:30:00 GMT+2', '2026-10-25T00:30:00.000Z'],
+        ['2026-10-25 02:00:00 GMT+1', '2026-10-25T01:00:00.000Z'],
+        ['2026-10-25 02:30:00 GMT+1', '2026-10-25T01:30:00.000Z'],
+      ]);
+    },
+  );
+});
+
+describe('exit code 2', () => {
+  it('for an unknown job, with the suggestion the other commands make', async () => {
+    const result = await runCli(['jobs', 'next', 'nigthly'], { cwd: project.directory });
+    expect(result.code).toBe(2);
+    expect(result.stdout).toBe('');
+    expect(result.stderr).toBe(
+      `error: unknown job "nigthly"; jobs in this config: nightly, fall-back, beat, off, never (did you mean "nightly"?)\n  config: ${project.path('resil.config.ts')}\n`,
+    );
+  });
+
+  it.each(['0', '1001', '-3', '1.5', 'five', ''])('for -n %j', async (count) => {
+    const result = await runCli(['jobs', 'next', 'nightly', '-n', count], { cwd: project.directory });
+    expect(result.code).toBe(2);
+    expect(result.stdout).toBe('');
+    expect(result.stderr).toBe(
+      `error: option '-n, --count <n>' argument '${count}' is invalid. Expected a whole number from 1 to 1000.\n(see resil jobs next --help)\n`,
+    );
+  });
+
+  it('when the job name is missing', async () => {
+    const result = await runCli(['jobs', 'next'], { cwd: project.directory });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain("missing required argument 'name'");
+  });
+});
+
+it('needs no store: it answers while the configured Redis is unreachable', async () => {
+  const port = await freePort();
+  const offline = createProject({
+    'resil.config.ts': tsConfig("[{ name: 'a', schedule: '0 1 * * *', timezone: 'UTC', run: () => {} }]", {
+      imports: `import { Redis } from 'ioredis';\nimport { RedisLockStore } from 'resil/redis';\nconst client = new Redis('redis://127.0.0.1:${port}');\nclient.on('error', () => {});`,
+      extra: 'store: new RedisLockStore(client),',
+    }),
+  });
+  try {
+    const result = await runCli(['jobs', 'next', 'a', '--json'], {
+      cwd: offline.directory,
+      timeoutMs: 15_000,
+    });
+    expect(result.code, result.stderr).toBe(0);
+    expect(JSON.parse(result.stdout)).toHaveLength(5);
+    expect(result.durationMs).toBeLessThan(10_000);
+  } finally {
+    offline.remove();
+  }
+});
