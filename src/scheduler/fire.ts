@@ -9,7 +9,7 @@ import { delay } from '../pipeline/time.ts';
 import { lockTiming } from '../strategies/lock/defaults.ts';
 import { isLockNotAcquiredError, isStaleTokenError } from '../strategies/lock/errors.ts';
 import { randomOwnerId } from '../strategies/lock/owner-id.ts';
-import type { ClaimResult, OccurrenceLease, RunLedger } from '../strategies/lock/run-ledger.ts';
+import type { ClaimResult, RunLedger } from '../strategies/lock/run-ledger.ts';
 import type { LockStore } from '../strategies/lock/store.ts';
 import { lockStrategy } from '../strategies/lock/strategy.ts';
 import { LOCK_TOKEN } from '../strategies/lock/token.ts';
@@ -18,7 +18,7 @@ import { isTimeoutRejectedError } from '../strategies/timeout/errors.ts';
 import { timeoutStrategy } from '../strategies/timeout/strategy.ts';
 import type { FireKind, SchedulerEvent } from './events.ts';
 import type { JobContext, JobLogger, ResolvedJob } from './job.ts';
-import { OCCURRENCE_LEASE, occurrenceLeaseStrategy } from './occurrence-lease.ts';
+import { OCCURRENCE_GRANT, type OccurrenceGrant, occurrenceLeaseStrategy } from './occurrence-lease.ts';
 import type { StoreClock } from './store-clock.ts';
 
 /** Why a fire did not run its job. */
@@ -83,6 +83,11 @@ export interface FireOptions {
   kind?: 'scheduled' | 'catch-up' | 'manual';
   /** Aborts the fire: while it waits it is skipped (`shutdown`), while it runs the job's signal aborts. */
   signal?: AbortSignal;
+  /**
+   * Aborted when the runner starts stopping: the fire then claims nothing more (a running job
+   * keeps its signal until the grace period ends).
+   */
+  stopping?: AbortSignal;
   /** Called once `run` is about to be called for the first time (the runner's grace period starts mattering). */
   onStart?: () => void;
   /**
@@ -190,16 +195,19 @@ export class JobFirer {
     let waitMs = manual ? 0 : state.scheduledAt - clock.now() + (clock.offset?.uncertaintyMs ?? 0);
     /** This fire saw its occurrence running on another instance. */
     let sawRunning = false;
+    const stopping = options.stopping ?? signal;
     for (;;) {
       if (waitMs > 0) {
         try {
-          await delay(time, waitMs, signal);
+          await delay(time, waitMs, stopping);
         } catch {
           return { outcome: 'skipped', reason: 'shutdown' };
         }
       }
-      if (signal?.aborted) return { outcome: 'skipped', reason: 'shutdown' };
+      if (signal?.aborted || stopping?.aborted) return { outcome: 'skipped', reason: 'shutdown' };
       let claim: ClaimResult;
+      // Before the request: the holder never believes in its lease longer than the store does.
+      const requestedAt = time.monotonic();
       try {
         claim = await ledger.claimOccurrence({
           job: this.job.name,
@@ -222,13 +230,27 @@ export class JobFirer {
         // Ask again by the time the blocking lease would expire (a takeover is due then), and
         // before that with a backoff: the holder may finish early (a watcher then sees
         // `already-done`), or a queued occurrence's turn may come.
-        const untilRetry = claim.retryAt - clock.now() + expiryMarginMs;
-        waitMs = Math.max(1, Math.min(pollDelay, untilRetry));
+        let untilRetry = this.#untilStoreTime(claim.retryAt, claim.runningElsewhere);
+        if (untilRetry <= 0) {
+          // Past by this instance's estimate of the store's clock: the estimate is off (a failed
+          // sync, a clock step). Learn it again; if that fails, back off rather than spin.
+          await clock.sync().catch(() => {});
+          untilRetry = this.#untilStoreTime(claim.retryAt, claim.runningElsewhere);
+        }
+        // Not due yet: nothing changes before its instant. Otherwise the holder may finish early.
+        const notDue = !claim.runningElsewhere && claim.retryAt === state.scheduledAt;
+        waitMs = untilRetry <= 0 ? pollDelay : notDue ? untilRetry : Math.min(pollDelay, untilRetry);
         pollDelay = Math.min(pollDelay * 2, claim.runningElsewhere ? maxWatchDelay : lockTiming.pollMaxDelay);
         sawRunning ||= claim.runningElsewhere;
         continue;
       }
       const { lease } = claim;
+      if (signal?.aborted || stopping?.aborted) {
+        // Granted while the runner began to stop: give the lease back (it expires at once, and
+        // another instance takes the occurrence over) rather than hold it for a ttl.
+        await ledger.renewOccurrence(lease, 1).catch(() => {});
+        return { outcome: 'skipped', reason: 'shutdown' };
+      }
       if (lease.scheduledAt === state.scheduledAt && sawRunning && !claim.takeover) {
         // A running occurrence only ever ends or is taken over: granted afresh, the store lost its
         // record (a Redis restart without persistence). It may well have completed: do not run it.
@@ -239,17 +261,28 @@ export class JobFirer {
       }
       if (lease.scheduledAt === state.scheduledAt) {
         state.takeover = claim.takeover;
-        return this.#run(state, signal, lease);
+        return this.#run(state, signal, { lease, requestedAt });
       }
       // An older occurrence goes first: run it as this fire's own business, then ask again.
-      const handed = this.#state(lease.scheduledAt, options);
+      // It is a scheduled occurrence of the job's, whatever brought this fire about.
+      const handed = this.#state(lease.scheduledAt, { ...options, kind: 'scheduled' });
       handed.takeover = claim.takeover;
       const firedMono = time.monotonic();
-      const result = await this.#run(handed, signal, lease);
+      const result = await this.#run(handed, signal, { lease, requestedAt });
       this.#report(handed, result, time.monotonic() - firedMono);
       pollDelay = lockTiming.pollInitialDelay;
       waitMs = 0;
     }
+  }
+
+  /**
+   * ms until the store's clock reaches `storeTime`, by this instance's estimate: past a lease's
+   * expiry by a margin (the store judges it), at a not-yet-due instant with the estimate's doubt.
+   */
+  #untilStoreTime(storeTime: number, leaseExpiry: boolean): number {
+    const { clock } = this.#environment;
+    const margin = leaseExpiry ? expiryMarginMs : (clock.offset?.uncertaintyMs ?? 0);
+    return storeTime - clock.now() + margin;
   }
 
   /** Without a run ledger: the lock alone (or, for `lock: false`, this instance) guards overlap. */
@@ -273,13 +306,13 @@ export class JobFirer {
   async #run(
     state: FireState,
     signal: AbortSignal | undefined,
-    lease: OccurrenceLease | undefined,
+    grant: OccurrenceGrant | undefined,
   ): Promise<FireResult> {
     const properties = new ResilienceProperties();
     properties.set(FIRE_STATE, state);
-    if (lease !== undefined) {
-      state.token = lease.token;
-      properties.set(OCCURRENCE_LEASE, lease);
+    if (grant !== undefined) {
+      state.token = grant.lease.token;
+      properties.set(OCCURRENCE_GRANT, grant);
     }
     this.#running++;
     let outcome: Outcome<unknown, unknown>;
@@ -379,16 +412,16 @@ export class JobFirer {
           ledger,
           ttlMs: job.lock.ttlMs,
           retentionMs: this.#environment.ledgerRetentionMs,
-          onFinishFailed: (lease, error) =>
+          onFinishFailed: (lease, error, context) => {
+            const state = context.properties.get(FIRE_STATE);
+            if (state === undefined) return;
             this.#environment.emit({
-              job: this.job.name,
-              scheduledAt: new Date(lease.scheduledAt),
-              instance: this.#environment.instance,
-              kind: 'scheduled',
+              ...this.#eventBase(state),
               type: 'finish-failed',
               token: lease.token,
               error,
-            }),
+            });
+          },
         }),
       );
     } else if (job.lock !== false) {

@@ -11,19 +11,22 @@ import type { LockStore } from '../strategies/lock/store.ts';
 import { LOCK_TOKEN } from '../strategies/lock/token.ts';
 import { describeError } from './credentials.ts';
 
-/** The claim a fire was granted; the occurrence-lease strategy holds it while the job runs. */
-export const OCCURRENCE_LEASE = new ResiliencePropertyKey<OccurrenceLease>('resil.occurrenceLease');
+/** A claim a fire was granted, and when (monotonic) its claim request was sent. */
+export interface OccurrenceGrant {
+  readonly lease: OccurrenceLease;
+  readonly requestedAt: number;
+}
+
+/** The grant the occurrence-lease strategy holds while the job runs. */
+export const OCCURRENCE_GRANT = new ResiliencePropertyKey<OccurrenceGrant>('resil.occurrenceGrant');
 
 export interface OccurrenceLeaseOptions {
   readonly ledger: RunLedger;
   readonly ttlMs: number;
   readonly retentionMs: number;
-  /** Told when the run ended but the ledger could not record it (after a few tries). */
-  readonly onFinishFailed: (lease: OccurrenceLease, error: unknown) => void;
+  /** Told when the run ended but the ledger could not record it before the lease ran out. */
+  readonly onFinishFailed: (lease: OccurrenceLease, error: unknown, context: ResilienceContext) => void;
 }
-
-/** How often a failed finish is retried while the lease is still ours. */
-const finishAttempts = 3;
 
 /**
  * The outermost strategy of a scheduled job: runs the rest of the pipeline under the occurrence's
@@ -31,7 +34,8 @@ const finishAttempts = 3;
  * `renewOccurrence`, aborts the job's signal with `LockLostError` when a renewal is refused
  * (taken over, or cancelled by `cancel-other`), and finishes the occurrence in the ledger with the
  * run's outcome, fenced by the lease's token (a refused finish turns the outcome into
- * `StaleTokenError`).
+ * `StaleTokenError`). A finish that hits a store error is retried, still renewing, for as long as
+ * the lease is valid: once it is not, another instance may take the occurrence over.
  */
 export function occurrenceLeaseStrategy(options: OccurrenceLeaseOptions): StrategyFactory<never> {
   return {
@@ -42,10 +46,10 @@ export function occurrenceLeaseStrategy(options: OccurrenceLeaseOptions): Strate
         context: ResilienceContext,
         next: Next,
       ): Promise<Outcome<T, unknown>> {
-        const lease = context.properties.get(OCCURRENCE_LEASE);
-        if (lease === undefined) return next(callback, context);
+        const grant = context.properties.get(OCCURRENCE_GRANT);
+        if (grant === undefined) return next(callback, context);
+        const { lease } = grant;
         const { ledger, ttlMs } = options;
-        const requestedAt = environment.timeProvider.monotonic();
         const signal = new DerivedSignal(context);
         const inner = context.derive(signal);
         inner.properties.set(LOCK_TOKEN, lease.token);
@@ -67,42 +71,46 @@ export function occurrenceLeaseStrategy(options: OccurrenceLeaseOptions): Strate
           lease.owner,
           context,
           signal,
-          requestedAt,
+          grant.requestedAt,
         );
-        let outcome: Outcome<T, unknown>;
         try {
-          outcome = await next(callback, inner);
+          let outcome: Outcome<T, unknown>;
+          try {
+            outcome = await next(callback, inner);
+          } finally {
+            signal.dispose();
+          }
+          const lost = held.lostError;
+          if (lost !== undefined && !outcome.ok) {
+            outcome = Outcome.failure(
+              outcome.error === lost ? lost : new LockLostError(lease.key, { cause: outcome.error }),
+            );
+          }
+          const result = outcome.ok
+            ? { outcome: 'success' as const }
+            : { outcome: 'failure' as const, error: describeError(outcome.error) };
+          let retryDelay: number = lockTiming.pollInitialDelay;
+          for (;;) {
+            try {
+              await ledger.finishOccurrence(lease, result, { retentionMs: options.retentionMs });
+              return outcome;
+            } catch (error) {
+              // A later claim of this occurrence holds a higher token: this run's lease was lost.
+              if (isStaleTokenError(error)) {
+                return Outcome.failure(
+                  held.lostError === undefined ? error : new LockLostError(lease.key, { cause: error }),
+                );
+              }
+              if (held.lostError !== undefined) {
+                options.onFinishFailed(lease, error, context);
+                return outcome;
+              }
+              await delay(environment.timeProvider, retryDelay);
+              retryDelay = Math.min(retryDelay * 2, lockTiming.pollMaxDelay);
+            }
+          }
         } finally {
           held.stop();
-          signal.dispose();
-        }
-        if (held.lostError !== undefined && !outcome.ok) {
-          outcome = Outcome.failure(
-            outcome.error === held.lostError
-              ? held.lostError
-              : new LockLostError(lease.key, { cause: outcome.error }),
-          );
-        }
-        const result = outcome.ok
-          ? { outcome: 'success' as const }
-          : { outcome: 'failure' as const, error: describeError(outcome.error) };
-        for (let attempt = 1; ; attempt++) {
-          try {
-            await ledger.finishOccurrence(lease, result, { retentionMs: options.retentionMs });
-            return outcome;
-          } catch (error) {
-            // A later claim of this occurrence holds a higher token: this run's lease was lost.
-            if (isStaleTokenError(error)) {
-              return Outcome.failure(
-                held.lostError === undefined ? error : new LockLostError(lease.key, { cause: error }),
-              );
-            }
-            if (attempt === finishAttempts) {
-              options.onFinishFailed(lease, error);
-              return outcome;
-            }
-            await delay(environment.timeProvider, lockTiming.pollInitialDelay * 2 ** attempt).catch(() => {});
-          }
         }
       },
     }),

@@ -95,6 +95,8 @@ export class JobRunner {
   readonly #queue: FireQueue<ScheduledJob>;
   readonly #inFlight = new Set<InFlightFire>();
   readonly #events = new SchedulerEvents();
+  /** Aborted when stop() begins: fires claim nothing more. */
+  readonly #stopping = new AbortController();
   readonly #clockRefreshMs: number;
   readonly #abortSettleMs: number;
   #refreshTimer: TimerHandle | undefined;
@@ -202,7 +204,7 @@ export class JobRunner {
    * deadline; skipped as `overlap` while another occurrence holds its lease), tracked like any
    * fire, so `stop()` waits for it. Any job of the config, scheduled here or not.
    */
-  trigger(name: string): Promise<FireResult> {
+  trigger(name: string, options: Pick<FireOptions, 'signal' | 'onAttemptAborted'> = {}): Promise<FireResult> {
     if (this.#state === 'stopping') {
       return Promise.reject(new Error(`trigger("${name}") after stop(): the scheduler is stopped.`));
     }
@@ -210,7 +212,13 @@ export class JobRunner {
     if (job === undefined) return Promise.reject(this.unknownJob(name));
     const scheduled = this.#jobs.find((candidate) => candidate.job === job);
     const firer = scheduled?.firer ?? new JobFirer(job, this.#environment);
-    return this.#track(firer, Math.round(this.#clock.now()), { kind: 'manual' });
+    return this.#track(
+      firer,
+      Math.round(this.#clock.now()),
+      { kind: 'manual' },
+      options.signal,
+      options.onAttemptAborted,
+    );
   }
 
   /** @internal Resolves when no fire is in progress (tests). */
@@ -223,7 +231,9 @@ export class JobRunner {
     this.#state = 'stopping';
     this.#queue.stop();
     if (this.#refreshTimer !== undefined) this.#time.clearTimeout(this.#refreshTimer);
-    if (!wasRunning) return;
+    this.#stopping.abort(new ShutdownError('The job runner is stopping.'));
+    // Before start(), only triggered runs can be in flight; they get the grace period too.
+    if (!wasRunning && this.#inFlight.size === 0) return;
 
     const notStarted = new ShutdownError(
       'The job runner is stopping: the fire was dropped before the job started.',
@@ -341,7 +351,13 @@ export class JobRunner {
     );
   }
 
-  #track(firer: JobFirer, scheduledAt: number, options: FireOptions): Promise<FireResult> {
+  #track(
+    firer: JobFirer,
+    scheduledAt: number,
+    options: FireOptions,
+    callerSignal?: AbortSignal,
+    onAttemptAborted?: FireOptions['onAttemptAborted'],
+  ): Promise<FireResult> {
     const fire: InFlightFire = {
       job: firer.job.name,
       scheduledAt,
@@ -349,8 +365,18 @@ export class JobRunner {
       started: false,
       done: undefined as unknown as Promise<FireResult>,
     };
+    const signal =
+      callerSignal === undefined
+        ? fire.controller.signal
+        : AbortSignal.any([fire.controller.signal, callerSignal]);
     fire.done = firer
-      .fire(scheduledAt, { ...options, signal: fire.controller.signal, onStart: () => (fire.started = true) })
+      .fire(scheduledAt, {
+        ...options,
+        signal,
+        stopping: this.#stopping.signal,
+        onAttemptAborted,
+        onStart: () => (fire.started = true),
+      })
       .finally(() => this.#inFlight.delete(fire));
     this.#inFlight.add(fire);
     return fire.done;
@@ -437,32 +463,15 @@ export async function runJobNow(
     onEvent?: SchedulerListener;
   } = {},
 ): Promise<FireResult> {
-  const job = config.jobs.find((candidate) => candidate.name === jobName);
-  if (job === undefined) {
-    throw new UnknownJobError(
-      jobName,
-      config.jobs.map((candidate) => candidate.name),
-      config.filepath,
-    );
-  }
-  const time = options.timeProvider ?? systemTimeProvider;
-  const log = logger.child({ instance: config.instance });
-  const clock = new StoreClock(config.store, time);
+  const runner = new JobRunner({ config, logger, jobs: [jobName], timeProvider: options.timeProvider });
+  if (options.onEvent) runner.on(options.onEvent);
   try {
     // Only so that the ledger's start/end times are on the store's clock; a manual run does not wait.
-    await clock.sync();
+    await runner.clock.sync();
   } catch {
-    // The lock reports an unreachable store as the result.
+    // The claim reports an unreachable store as the result.
   }
-  const events = new SchedulerEvents();
-  events.on(logSchedulerEvents(log));
-  if (options.onEvent) events.on(options.onEvent);
-  const firer = new JobFirer(job, environmentFor(config, clock, time, log, events));
-  return firer.fire(Math.round(clock.now()), {
-    kind: 'manual',
-    signal: options.signal,
-    onAttemptAborted: options.onAttemptAborted,
-  });
+  return runner.trigger(jobName, { signal: options.signal, onAttemptAborted: options.onAttemptAborted });
 }
 
 function environmentFor(

@@ -27,6 +27,7 @@ const maxConfirmations = 50;
  * A custom store without `now()` makes the local clock the reference.
  */
 export class StoreClock {
+  #syncing: Promise<ClockOffset> | undefined;
   readonly #store: LockStore;
   readonly #time: TimeProvider;
   readonly #warnThresholdMs: number;
@@ -62,7 +63,15 @@ export class StoreClock {
    * Samples the store's clock and keeps the best estimate of the offset. Throws what the store
    * throws (the previous offset stays in use).
    */
-  async sync(): Promise<ClockOffset> {
+  sync(): Promise<ClockOffset> {
+    // Fires that all find the estimate off at once share one sampling.
+    this.#syncing ??= this.#sync().finally(() => {
+      this.#syncing = undefined;
+    });
+    return this.#syncing;
+  }
+
+  async #sync(): Promise<ClockOffset> {
     if (!this.hasStoreClock) return this.#offset!;
     let best: ClockOffset | undefined;
     for (let index = 0; index < this.#samples; index++) {

@@ -198,6 +198,30 @@ describe('JobFirer', () => {
     await time.advance(1_500);
     expect((await fired).outcome).toBe('success');
     expect(probe.calls[0]!.storeNow).toBeGreaterThanOrEqual(start);
+    // The early answer made it learn the offset again, then wait: no claim every millisecond.
+    expect(store.claimCalls).toBeLessThanOrEqual(3);
+  });
+
+  it('a finish that hits a store outage is retried, still renewing, while the lease lasts: recorded once, no takeover', async () => {
+    const { time, store, job } = setup(() =>
+      resolvedJob({
+        lock: { key: 'report', ttlMs: 3_000, waitMs: 0 },
+        run: async () => {
+          store.down = true;
+          time.setTimeout(() => {
+            store.down = false;
+          }, 1_500);
+        },
+      }),
+    );
+    const { firer } = await instance(store, job, { name: 'a' });
+    const fired = firer.fire(start);
+    await time.advance(2_000);
+    expect(await fired).toMatchObject({ outcome: 'success', token: 1 });
+    expect((await store.runHistory('report'))[0]).toMatchObject({ outcome: 'success', token: 1 });
+    const b = await instance(store, job, { name: 'b' });
+    await time.advance(5_000);
+    expect(await b.firer.fire(start)).toEqual({ outcome: 'skipped', reason: 'already-done' });
   });
 
   it('skip: a fire while the previous occurrence runs is skipped (overlap) on every instance, and recorded once', async () => {

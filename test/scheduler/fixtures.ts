@@ -154,7 +154,10 @@ export class ControlledStore implements LockStore, RunLedger {
   clockNow(): number {
     return this.time.now() + this.skewMs;
   }
+  /** How many claims reached the store (a fire must never spin on them). */
+  claimCalls = 0;
   async claimOccurrence(request: ClaimRequest): Promise<ClaimResult> {
+    this.claimCalls++;
     this.#check();
     return this.inner.claimOccurrence(request);
   }
