@@ -78,7 +78,7 @@ export interface FireOptions {
   /**
    * `scheduled` (a cron fire: starting deadline applies), `catch-up` (an occurrence found missing
    * at start: the catch-up window applies instead), `manual` (`resil jobs run`: runs now, no
-   * deadline, no never-early wait, no ledger check; the run is still recorded).
+   * deadline, no never-early wait; skipped as `overlap` while another occurrence holds the lease; the run is recorded).
    */
   kind?: 'scheduled' | 'catch-up' | 'manual';
   /** Aborts the fire: while it waits it is skipped (`shutdown`), while it runs the job's signal aborts. */

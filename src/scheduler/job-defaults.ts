@@ -10,6 +10,6 @@ export const configDefaults = {
   startingDeadline: 60_000,
   /** Lease length of a job's lock, in ms: the lock strategy's default. */
   lockTtl: lockDefaults.ttl,
-  /** How long a job waits for its held lock, in ms: 0 skips at once. */
+  /** A job's `lock.wait`, in ms: at least `lockTtl` (with no `overlap`) reads as `overlap: 'buffer-all'`. */
   lockWait: lockDefaults.wait,
 } as const;
