@@ -197,7 +197,8 @@ export class JobFirer {
     let sawRunning = false;
     const stopping = options.stopping ?? signal;
     for (;;) {
-      if (waitMs > 0) {
+      // Under a millisecond a timer would wait a whole one: ask now, the store never grants early.
+      if (waitMs >= 1) {
         try {
           await delay(time, waitMs, stopping);
         } catch {
