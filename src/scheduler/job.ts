@@ -115,3 +115,8 @@ export interface ResolvedConfig {
   readonly ledgerRetentionMs: number;
   readonly jobs: readonly ResolvedJob[];
 }
+
+/** The key a job's occurrences live under in the run ledger: its lock key, else its name. */
+export function ledgerKeyOf(job: Pick<ResolvedJob, 'name' | 'lock'>): string {
+  return job.lock === false ? job.name : job.lock.key;
+}

@@ -13,7 +13,7 @@ import {
   type SkipReason,
 } from './fire.ts';
 import { type DueEntry, FireQueue } from './fire-queue.ts';
-import type { ResolvedConfig, ResolvedJob } from './job.ts';
+import { ledgerKeyOf, type ResolvedConfig, type ResolvedJob } from './job.ts';
 import { type JobSchedule, JobSchedules } from './occurrence.ts';
 import { StoreClock } from './store-clock.ts';
 
@@ -394,7 +394,7 @@ export class JobRunner {
       return;
     }
     const scheduledAt = new Date(latest).toISOString();
-    const key = job.lock === false ? job.name : job.lock.key;
+    const key = ledgerKeyOf(job);
     try {
       // A finished occurrence is skipped by its claim (`already-done`); only a job the ledger has
       // never seen is decided here.

@@ -1,19 +1,9 @@
-import type { ResolvedJob } from '../../scheduler/job.ts';
+import { ledgerKeyOf } from '../../scheduler/job.ts';
 import { hasRunLedger, type RunRecord } from '../../strategies/lock/run-ledger.ts';
-import {
-  formatSpan,
-  formatTable,
-  formatTimeIn,
-  localTimezone,
-  type Styles,
-  withDeadline,
-} from '../output.ts';
+import { formatSpan, formatTable, formatTimeIn, localTimezone, type Styles } from '../output.ts';
 import type { CommandHelpers } from '../program.ts';
 import { jobNamed } from './jobs-next.ts';
-import { describeStoreError, inMemoryStoreNote, watchStoreConnection } from './store-error.ts';
-
-/** A dead store fails the command within this bound instead of hanging it. */
-const ledgerDeadlineMs = 5_000;
+import { inMemoryStoreNote, readStore } from './store-error.ts';
 
 /** Longer errors are cut in the table (`--json` has them whole, as the ledger keeps them). */
 const tableErrorLength = 80;
@@ -61,10 +51,6 @@ function toEntry(record: RunRecord): JobHistoryEntry {
 }
 
 /** The run ledger keeps a job's occurrences under its lock key, or under its name for `lock: false`. */
-function ledgerKeyOf(job: ResolvedJob): string {
-  return job.lock === false ? job.name : job.lock.key;
-}
-
 /** `250ms`, `1.2s`, then `3m 2s`: a run's duration, where a second is coarse. */
 function formatElapsed(ms: number): string {
   if (ms < 1_000) return `${ms}ms`;
@@ -130,22 +116,15 @@ export async function showJobHistory(
   const { errorStyles } = helpers;
   let records: RunRecord[] = [];
   if (hasRunLedger(store)) {
-    const connection = watchStoreConnection(store);
-    try {
-      records = await withDeadline(
-        store.runHistory(job.name, { key: ledgerKeyOf(job), limit: options.limit }),
-        ledgerDeadlineMs,
-        `no answer within ${ledgerDeadlineMs} ms`,
-      );
-    } catch (error) {
-      helpers.stderr.write(
-        `${errorStyles.red('error:')} lock store unreachable: ${describeStoreError(error, connection.lastError)}\n`,
-      );
+    const read = await readStore(store, () =>
+      store.runHistory(job.name, { key: ledgerKeyOf(job), limit: options.limit }),
+    );
+    if (!read.ok) {
+      helpers.stderr.write(`${errorStyles.red('error:')} lock store unreachable: ${read.reason}\n`);
       helpers.setExitCode(1);
       return;
-    } finally {
-      connection.dispose();
     }
+    records = read.value;
   }
   const entries = records.map(toEntry);
   if (options.json) {

@@ -1,19 +1,9 @@
-import type { ResolvedConfig, ResolvedJob } from '../../scheduler/job.ts';
+import { ledgerKeyOf, type ResolvedConfig, type ResolvedJob } from '../../scheduler/job.ts';
 import { JobSchedules } from '../../scheduler/occurrence.ts';
 import { hasRunLedger, type RunRecord } from '../../strategies/lock/run-ledger.ts';
-import {
-  formatRelative,
-  formatTable,
-  formatTimeIn,
-  localTimezone,
-  type Styles,
-  withDeadline,
-} from '../output.ts';
+import { formatRelative, formatTable, formatTimeIn, localTimezone, type Styles } from '../output.ts';
 import type { CommandHelpers } from '../program.ts';
-import { describeStoreError, inMemoryStoreNote, watchStoreConnection } from './store-error.ts';
-
-/** How long `jobs list` waits for the run ledger before showing the jobs without their last run. */
-const ledgerDeadlineMs = 5_000;
+import { inMemoryStoreNote, readStore } from './store-error.ts';
 
 /** One job as `resil jobs list --json` prints it. */
 export interface JobListEntry {
@@ -61,31 +51,22 @@ async function lastRuns(
 ): Promise<Map<string, RunRecord | undefined> | undefined> {
   const store = config.store;
   if (!hasRunLedger(store)) return undefined;
-  const connection = watchStoreConnection(store);
-  try {
-    const entries = await withDeadline(
-      Promise.all(
-        config.jobs.map(async (job) => {
-          const key = job.lock === false ? job.name : job.lock.key;
-          const history = await store.runHistory(job.name, { key, limit: lastRunSearch });
-          return [
-            job.name,
-            history.find((record) => record.outcome === 'success' || record.outcome === 'failure'),
-          ] as const;
-        }),
-      ),
-      ledgerDeadlineMs,
-      `no answer within ${ledgerDeadlineMs} ms`,
-    );
-    return new Map(entries);
-  } catch (error) {
-    helpers.stderr.write(
-      `${helpers.errorStyles.yellow('warning:')} cannot read the run ledger, last runs not shown: ${describeStoreError(error, connection.lastError)}\n`,
-    );
-    return undefined;
-  } finally {
-    connection.dispose();
-  }
+  const read = await readStore(store, () =>
+    Promise.all(
+      config.jobs.map(async (job) => {
+        const history = await store.runHistory(job.name, { key: ledgerKeyOf(job), limit: lastRunSearch });
+        return [
+          job.name,
+          history.find((record) => record.outcome === 'success' || record.outcome === 'failure'),
+        ] as const;
+      }),
+    ),
+  );
+  if (read.ok) return new Map(read.value);
+  helpers.stderr.write(
+    `${helpers.errorStyles.yellow('warning:')} cannot read the run ledger, last runs not shown: ${read.reason}\n`,
+  );
+  return undefined;
 }
 
 function toEntry(

@@ -1,10 +1,7 @@
 import type { LeaseInfo } from '../../strategies/lock/store.ts';
-import { formatRelative, formatTimeIn, localTimezone, withDeadline } from '../output.ts';
+import { formatRelative, formatTimeIn, localTimezone } from '../output.ts';
 import type { CommandHelpers } from '../program.ts';
-import { describeStoreError, inMemoryStoreNote, watchStoreConnection } from './store-error.ts';
-
-/** A dead store fails the command within this bound instead of hanging it. */
-const inspectDeadlineMs = 5_000;
+import { inMemoryStoreNote, readStore } from './store-error.ts';
 
 /** `resil lock status --json`: `owner`, `token` and `expiresAt` only when `held`. */
 export interface LockStatus {
@@ -41,23 +38,13 @@ export async function showLockStatus(
     helpers.setExitCode(1);
     return;
   }
-  let lease: LeaseInfo | undefined;
-  const connection = watchStoreConnection(store);
-  try {
-    lease = await withDeadline(
-      store.inspect(key),
-      inspectDeadlineMs,
-      `no answer within ${inspectDeadlineMs} ms`,
-    );
-  } catch (error) {
-    helpers.stderr.write(
-      `${errorStyles.red('error:')} lock store unreachable: ${describeStoreError(error, connection.lastError)}\n`,
-    );
+  const read = await readStore(store, () => store.inspect!(key));
+  if (!read.ok) {
+    helpers.stderr.write(`${errorStyles.red('error:')} lock store unreachable: ${read.reason}\n`);
     helpers.setExitCode(1);
     return;
-  } finally {
-    connection.dispose();
   }
+  const lease: LeaseInfo | undefined = read.value;
 
   const status: LockStatus =
     lease === undefined

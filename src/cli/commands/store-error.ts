@@ -1,4 +1,5 @@
 import { redactCredentials } from '../../scheduler/credentials.ts';
+import { withDeadline } from '../output.ts';
 
 /**
  * A store error as one line for the terminal: its message and, when known, its root cause (the
@@ -87,4 +88,26 @@ export function inMemoryStoreNote(store: unknown): string | undefined {
   const name = (store as { constructor?: { name?: string } } | undefined)?.constructor?.name;
   if (name !== 'MemoryLockStore') return undefined;
   return "note: the config's store is the in-memory MemoryLockStore: it holds this process's leases and runs only; use RedisLockStore or PostgresLockStore to see the fleet's\n";
+}
+
+/** How long a one-shot command waits for the store before it reports it unreachable. */
+export const storeDeadlineMs = 5_000;
+
+/**
+ * `read()`, bounded by {@link storeDeadlineMs}; when it fails, the one-line reason
+ * ({@link describeStoreError}, with the client's last connection error) instead of a value.
+ */
+export async function readStore<T>(
+  store: unknown,
+  read: () => Promise<T>,
+): Promise<{ ok: true; value: T } | { ok: false; reason: string }> {
+  const connection = watchStoreConnection(store);
+  try {
+    const value = await withDeadline(read(), storeDeadlineMs, `no answer within ${storeDeadlineMs} ms`);
+    return { ok: true, value };
+  } catch (error) {
+    return { ok: false, reason: describeStoreError(error, connection.lastError) };
+  } finally {
+    connection.dispose();
+  }
 }
