@@ -157,7 +157,9 @@ export class JobRunner {
    * logged, not fatal: fires are skipped as `store-unavailable` until it returns.
    */
   async start(): Promise<void> {
-    if (this.#state !== 'idle') throw new Error('JobRunner.start() can only be called once.');
+    if (this.#state !== 'idle') {
+      throw new Error('start() was called twice: a scheduler starts once (and not again after stop()).');
+    }
     this.#state = 'running';
     const { store } = this.#config;
     if (this.#environment.ledger === undefined) {

@@ -3,7 +3,7 @@ import { MemoryLockStore } from '../strategies/lock/memory-store.ts';
 import type { SchedulerListener } from './events.ts';
 import type { FireResult, SchedulerLogger } from './fire.ts';
 import type { ResilConfig, ResolvedConfig } from './job.ts';
-import { JobSchedule } from './occurrence.ts';
+import { JobSchedules } from './occurrence.ts';
 import { resolveConfigSync } from './resolve.ts';
 import { JobRunner } from './runner.ts';
 
@@ -75,14 +75,9 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     jobs: only,
     timeProvider,
   });
-  const schedules = new Map<string, JobSchedule>();
-  let started = false;
+  const schedules = new JobSchedules();
   return {
-    async start() {
-      if (started) throw new Error('scheduler.start() was called twice: a scheduler starts once.');
-      started = true;
-      await runner.start();
-    },
+    start: () => runner.start(),
     stop: (stopOptions) => runner.stop(stopOptions),
     trigger: (name) => runner.trigger(name),
     nextRuns(name, count = 5) {
@@ -91,11 +86,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       if (!(Number.isInteger(count) && count >= 0)) {
         throw new RangeError(`nextRuns("${name}", count): count must be a whole number >= 0, got ${count}`);
       }
-      let schedule = schedules.get(name);
-      if (schedule === undefined) {
-        schedule = new JobSchedule(job);
-        schedules.set(name, schedule);
-      }
+      const schedule = schedules.of(job);
       const instants: Date[] = [];
       let cursor = runner.clock.now();
       while (instants.length < count) {
