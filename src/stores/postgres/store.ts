@@ -13,6 +13,7 @@ import {
   type RunLedger,
   type RunRecord,
   type RunResult,
+  runRecordOf,
 } from '../../strategies/lock/run-ledger.ts';
 import type { LeaseInfo, LockStore } from '../../strategies/lock/store.ts';
 import { postgresLockStoreDefaults } from './defaults.ts';
@@ -340,21 +341,20 @@ export class PostgresLockStore implements LockStore, RunLedger {
       error: string | null;
       takeovers: number;
     }>('runHistory', this.#sql.runHistory, [key, job, limit]);
-    return result.rows.map((row) => {
-      const record: { -readonly [K in keyof RunRecord]: RunRecord[K] } = {
+    return result.rows.map((row) =>
+      runRecordOf({
         job: row.job,
-        scheduledAt: Number(row.scheduled_at),
+        scheduledAt: row.scheduled_at,
         outcome: row.state,
-      };
-      if (row.reason !== null) record.reason = row.reason;
-      if (row.token !== null) record.token = Number(row.token);
-      if (row.instance !== null) record.instance = row.instance;
-      if (row.started_at !== null) record.startedAt = Number(row.started_at);
-      if (row.ended_at !== null) record.endedAt = Number(row.ended_at);
-      if (row.error !== null) record.error = row.error;
-      if (row.takeovers > 0) record.takeovers = row.takeovers;
-      return record;
-    });
+        reason: row.reason,
+        token: row.token,
+        instance: row.instance,
+        startedAt: row.started_at,
+        endedAt: row.ended_at,
+        error: row.error,
+        takeovers: row.takeovers,
+      }),
+    );
   }
 
   async lastCompleted(job: string, options: { key?: string } = {}): Promise<number | undefined> {

@@ -13,6 +13,8 @@ import {
   type RunLedger,
   type RunRecord,
   type RunResult,
+  runRecordOf,
+  type StoredRunRecord,
 } from '../../strategies/lock/run-ledger.ts';
 import type { LeaseInfo, LockStore } from '../../strategies/lock/store.ts';
 import { BoundedCommands, type ConnectionStatus, commandError, describe } from './bounded-commands.ts';
@@ -521,34 +523,7 @@ function checkOverlap(overlap: OverlapPolicy, name = 'overlap'): void {
   }
 }
 
-/** A record as the scripts keep it: numbers as '%d' strings, plus fields only the ledger reads. */
-interface StoredRecord {
-  job: string;
-  scheduledAt: string;
-  outcome: RunRecord['outcome'];
-  reason?: LedgerSkipReason;
-  token?: string;
-  instance?: string;
-  startedAt?: string;
-  endedAt?: string;
-  error?: string;
-  takeovers?: string;
-}
-
-/** The public `RunRecord` of a stored one: only its fields, numbers as numbers. */
+/** The public `RunRecord` of one the scripts keep as JSON (numbers as '%d' strings). */
 function parseRecord(line: string): RunRecord {
-  const stored = JSON.parse(line) as StoredRecord;
-  const record: { -readonly [K in keyof RunRecord]: RunRecord[K] } = {
-    job: stored.job,
-    scheduledAt: Number(stored.scheduledAt),
-    outcome: stored.outcome,
-  };
-  if (stored.reason !== undefined) record.reason = stored.reason;
-  if (stored.token !== undefined) record.token = Number(stored.token);
-  if (stored.instance !== undefined) record.instance = stored.instance;
-  if (stored.startedAt !== undefined) record.startedAt = Number(stored.startedAt);
-  if (stored.endedAt !== undefined) record.endedAt = Number(stored.endedAt);
-  if (stored.error !== undefined) record.error = stored.error;
-  if (stored.takeovers !== undefined) record.takeovers = Number(stored.takeovers);
-  return record;
+  return runRecordOf(JSON.parse(line) as StoredRunRecord);
 }

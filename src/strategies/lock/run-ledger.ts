@@ -56,6 +56,37 @@ export interface RunRecord {
   readonly takeovers?: number;
 }
 
+/** A record's fields as a store keeps them: numbers maybe as strings, absent ones maybe `null`. */
+export interface StoredRunRecord {
+  readonly job: string;
+  readonly scheduledAt: number | string;
+  readonly outcome: OccurrenceState;
+  readonly reason?: LedgerSkipReason | null;
+  readonly token?: number | string | null;
+  readonly instance?: string | null;
+  readonly startedAt?: number | string | null;
+  readonly endedAt?: number | string | null;
+  readonly error?: string | null;
+  readonly takeovers?: number | string | null;
+}
+
+/** The public {@link RunRecord} of a stored one: only its fields, numbers as numbers, none empty. */
+export function runRecordOf(stored: StoredRunRecord): RunRecord {
+  const record: { -readonly [K in keyof RunRecord]: RunRecord[K] } = {
+    job: stored.job,
+    scheduledAt: Number(stored.scheduledAt),
+    outcome: stored.outcome,
+  };
+  if (stored.reason != null) record.reason = stored.reason;
+  if (stored.token != null) record.token = Number(stored.token);
+  if (stored.instance != null) record.instance = stored.instance;
+  if (stored.startedAt != null) record.startedAt = Number(stored.startedAt);
+  if (stored.endedAt != null) record.endedAt = Number(stored.endedAt);
+  if (stored.error != null) record.error = stored.error;
+  if (stored.takeovers != null && Number(stored.takeovers) > 0) record.takeovers = Number(stored.takeovers);
+  return record;
+}
+
 /** One fire asking the ledger what to do with its occurrence. */
 export interface ClaimRequest {
   readonly job: string;
