@@ -18,6 +18,7 @@ import { isTimeoutRejectedError } from '../strategies/timeout/errors.ts';
 import { timeoutStrategy } from '../strategies/timeout/strategy.ts';
 import type { FireKind, SchedulerEvent } from './events.ts';
 import type { JobContext, JobLogger, ResolvedJob } from './job.ts';
+import { jitterOf } from './occurrence.ts';
 import { OCCURRENCE_GRANT, type OccurrenceGrant, occurrenceLeaseStrategy } from './occurrence-lease.ts';
 import type { StoreClock } from './store-clock.ts';
 
@@ -191,8 +192,9 @@ export class JobFirer {
     let pollDelay: number = lockTiming.pollInitialDelay;
     // Watching a holder costs a claim per poll: back off to a third of the lease, as renewals do.
     const maxWatchDelay = Math.max(lockTiming.pollMaxDelay, lock.ttlMs / lockTiming.renewDivisor);
-    // Not before its instant by this instance's estimate of the store's clock; the store checks too.
-    let waitMs = manual ? 0 : state.scheduledAt - clock.now() + (clock.offset?.uncertaintyMs ?? 0);
+    // Not before its instant (plus the job's jitter) by this instance's estimate of the store's
+    // clock; the store checks the instant too.
+    let waitMs = manual ? 0 : this.#startsAt(state) - clock.now() + (clock.offset?.uncertaintyMs ?? 0);
     /** This fire saw its occurrence running on another instance. */
     let sawRunning = false;
     const stopping = options.stopping ?? signal;
@@ -276,6 +278,11 @@ export class JobFirer {
     }
   }
 
+  /** When, by the store's clock, the occurrence's fires first try to start: its instant plus its jitter. */
+  #startsAt(state: FireState): number {
+    return state.scheduledAt + jitterOf(this.job, state.scheduledAt);
+  }
+
   /**
    * ms until the store's clock reaches `storeTime`, by this instance's estimate: past a lease's
    * expiry by a margin (the store judges it), at a not-yet-due instant with the estimate's doubt.
@@ -293,7 +300,7 @@ export class JobFirer {
       const deadlineMs = state.kind === 'catch-up' ? (this.job.catchUpMs ?? 0) : this.job.startingDeadlineMs;
       if (clock.now() - state.scheduledAt > deadlineMs) return { outcome: 'skipped', reason: 'missed' };
       try {
-        await clock.waitUntil(state.scheduledAt, signal);
+        await clock.waitUntil(this.#startsAt(state), signal);
       } catch (error) {
         if (signal?.aborted && error === signal.reason) return { outcome: 'skipped', reason: 'shutdown' };
         return { outcome: 'skipped', reason: 'store-unavailable', error };

@@ -2,6 +2,7 @@ import type { Duration } from '../pipeline/duration.ts';
 import type { OverlapPolicy } from '../strategies/lock/run-ledger.ts';
 import type { LockStore } from '../strategies/lock/store.ts';
 import type { RetryStrategyOptions } from '../strategies/retry/options.ts';
+import type { FinishedEvent, SkippedEvent } from './events.ts';
 
 /** The logger a job receives: pino's methods, no pino types needed. */
 export interface JobLogger {
@@ -74,7 +75,32 @@ export interface JobDefinition {
    * `lock.wait >= lock.ttl`). Needs a lock; `lock: false` jobs only avoid overlapping themselves.
    */
   overlap?: OverlapPolicy;
+  /**
+   * Spreads the fleet's load: each occurrence starts this much later at most, by a delay in
+   * [0, jitter) that every instance derives alike from the job's name and `scheduledAt` (see
+   * `jitterOf`). The occurrence stays `scheduledAt`; the starting deadline still counts from it, so
+   * jitter must be smaller than `startingDeadline`. Defaults to none.
+   *
+   * @example
+   * defineJob({ name: 'sync', schedule: '0 * * * *', jitter: '5m', run: sync });
+   */
+  jitter?: Duration;
+  /** Called when this instance ran an occurrence and it succeeded. Defaults to the config's `onSuccess`. */
+  onSuccess?: JobHook<FinishedEvent>;
+  /** Called when this instance ran an occurrence and it failed (after retries). Defaults to the config's `onFailure`. */
+  onFailure?: JobHook<FinishedEvent>;
+  /**
+   * Called when this instance decided not to run an occurrence (overlap, missed, store-unavailable,
+   * shutdown, store-reset; not `already-done`, which another instance decided). Defaults to the config's `onSkip`.
+   */
+  onSkip?: JobHook<SkippedEvent>;
 }
+
+/**
+ * A job's hook: called once per occurrence, on the instance that decided it, with the scheduler's
+ * event. Not awaited by the fire: a hook that throws, rejects or hangs is logged and changes nothing.
+ */
+export type JobHook<Event> = (event: Event) => unknown;
 
 export interface ResilConfig {
   /** Where leases and the run ledger live, shared by every job. Defaults to a MemoryLockStore. */
@@ -87,6 +113,12 @@ export interface ResilConfig {
   shutdownGrace?: Duration;
   /** How long completed occurrences stay in the run ledger. Defaults to 7 days. */
   ledgerRetention?: Duration;
+  /** Every job's `onSuccess` unless the job has its own. Defaults to none. */
+  onSuccess?: JobHook<FinishedEvent>;
+  /** Every job's `onFailure` unless the job has its own. Defaults to none. */
+  onFailure?: JobHook<FinishedEvent>;
+  /** Every job's `onSkip` unless the job has its own. Defaults to none. */
+  onSkip?: JobHook<SkippedEvent>;
   jobs: JobDefinition[];
 }
 
@@ -103,6 +135,12 @@ export interface ResolvedJob {
   readonly catchUpMs: number | undefined;
   readonly startingDeadlineMs: number;
   readonly overlap: OverlapPolicy;
+  /** The job's `jitter` in ms; undefined (or 0) for none. */
+  readonly jitterMs?: number | undefined;
+  /** The job's hooks, the config's defaults applied. */
+  readonly onSuccess?: JobHook<FinishedEvent> | undefined;
+  readonly onFailure?: JobHook<FinishedEvent> | undefined;
+  readonly onSkip?: JobHook<SkippedEvent> | undefined;
 }
 
 /** A config after validation. */

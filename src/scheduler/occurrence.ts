@@ -23,6 +23,25 @@ export function occurrenceOf(
   };
 }
 
+/**
+ * The delay in [0, job.jitterMs) after `scheduledAt` at which the occurrence's fires start: FNV-1a
+ * (32-bit) of `name@scheduledAt` modulo the jitter, so every instance of the fleet waits the same
+ * delay for the same occurrence (they still compete at one moment) and occurrences spread out.
+ * 0 for a job without jitter.
+ */
+export function jitterOf(job: Pick<ResolvedJob, 'name' | 'jitterMs'>, scheduledAt: number | Date): number {
+  const jitterMs = Math.floor(job.jitterMs ?? 0);
+  if (jitterMs <= 1) return 0;
+  const instant = typeof scheduledAt === 'number' ? scheduledAt : scheduledAt.getTime();
+  const key = `${job.name}@${instant}`;
+  let hash = 0x811c9dc5;
+  for (let index = 0; index < key.length; index++) {
+    hash ^= key.charCodeAt(index);
+    hash = Math.imul(hash, 0x01000193);
+  }
+  return (hash >>> 0) % jitterMs;
+}
+
 /** `job@2026-01-01T02:00:00.000Z`, for logs. */
 export function formatOccurrence(occurrence: Occurrence): string {
   return `${occurrence.job}@${new Date(occurrence.scheduledAt).toISOString()}`;

@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import { Cron } from 'croner';
-import { parseDuration } from '../pipeline/duration.ts';
+import { formatDuration, parseDuration } from '../pipeline/duration.ts';
 import { isInvalidOptionError } from '../pipeline/errors.ts';
 import { systemTimeProvider } from '../pipeline/time.ts';
 import { MemoryLockStore } from '../strategies/lock/memory-store.ts';
@@ -11,10 +11,19 @@ import type { RetryStrategyOptions } from '../strategies/retry/options.ts';
 import { retryStrategy } from '../strategies/retry/strategy.ts';
 import { ConfigError, type ConfigProblem, got } from './config-error.ts';
 import { closestName } from './did-you-mean.ts';
-import type { JobDefinition, ResolvedConfig, ResolvedJob } from './job.ts';
+import type { JobDefinition, ResilConfig, ResolvedConfig, ResolvedJob } from './job.ts';
 import { configDefaults } from './job-defaults.ts';
 
-const configOptions = ['store', 'timezone', 'instance', 'shutdownGrace', 'ledgerRetention', 'jobs'] as const;
+const hookOptions = ['onSuccess', 'onFailure', 'onSkip'] as const;
+const configOptions = [
+  'store',
+  'timezone',
+  'instance',
+  'shutdownGrace',
+  'ledgerRetention',
+  ...hookOptions,
+  'jobs',
+] as const;
 const jobOptions = [
   'name',
   'schedule',
@@ -27,6 +36,8 @@ const jobOptions = [
   'catchUp',
   'startingDeadline',
   'overlap',
+  'jitter',
+  ...hookOptions,
 ] as const;
 const lockOptions = ['key', 'ttl', 'wait'] as const;
 const retryOptions = [
@@ -107,6 +118,20 @@ function timezone(value: unknown, option: string, report: Report): string | unde
   return undefined;
 }
 
+type JobHooks = Pick<ResilConfig, (typeof hookOptions)[number]>;
+
+/** The hooks of `object` that are functions (or absent); reports any other value. */
+function hooks(object: Record<string, unknown>, report: Report): JobHooks {
+  const valid: Record<string, unknown> = {};
+  for (const option of hookOptions) {
+    const value = object[option];
+    if (value === undefined) continue;
+    if (typeof value === 'function') valid[option] = value;
+    else report({ option, value, message: `expected a function (event) => ..., ${got(value)}` });
+  }
+  return valid as JobHooks;
+}
+
 function isLockStore(value: unknown): value is LockStore {
   if (typeof value !== 'object' || value === null) return false;
   const store = value as Partial<LockStore>;
@@ -150,6 +175,7 @@ function resolveJob(
   raw: unknown,
   index: number,
   defaultTimezone: string | undefined,
+  defaultHooks: JobHooks,
   report: (job: string, problem: { option?: string; value?: unknown; message: string }) => void,
 ): ResolvedJob | undefined {
   const fallbackLabel = `jobs[${index}]`;
@@ -302,6 +328,17 @@ function resolveJob(
     overlap = 'buffer-all';
   }
 
+  const jitterMs =
+    job.jitter === undefined ? undefined : duration(job.jitter, 'jitter', problem, { positive: true });
+  if (jitterMs !== undefined && startingDeadlineMs !== undefined && jitterMs >= startingDeadlineMs) {
+    problem({
+      option: 'jitter',
+      value: job.jitter,
+      message: `must be smaller than startingDeadline (${formatDuration(startingDeadlineMs)}): a fire delayed by its jitter would be skipped as missed; shorten jitter or raise startingDeadline`,
+    });
+  }
+  const jobHooks = hooks(job, problem);
+
   if (!valid) return undefined;
   return {
     name: job.name!,
@@ -315,6 +352,10 @@ function resolveJob(
     catchUpMs,
     startingDeadlineMs: startingDeadlineMs!,
     overlap,
+    jitterMs,
+    onSuccess: jobHooks.onSuccess ?? defaultHooks.onSuccess,
+    onFailure: jobHooks.onFailure ?? defaultHooks.onFailure,
+    onSkip: jobHooks.onSkip ?? defaultHooks.onSkip,
   };
 }
 
@@ -393,6 +434,8 @@ export function resolveConfigSync(
     { positive: true },
   );
 
+  const defaultHooks = hooks(raw, report);
+
   const jobs: ResolvedJob[] = [];
   if (!Array.isArray(raw.jobs)) {
     report({
@@ -421,7 +464,7 @@ export function resolveConfigSync(
     const firstIndexOfName = new Map<string, number>();
     entries.forEach((entry, index) => {
       if (entry === undefined && typeof (raw.jobs as unknown[])[index] === 'string') return;
-      const job = resolveJob(entry, index, defaultTimezone, (label, problem) =>
+      const job = resolveJob(entry, index, defaultTimezone, defaultHooks, (label, problem) =>
         problems.push({ file, job: label, ...problem }),
       );
       const name = isPlainObject(entry) && typeof entry.name === 'string' ? entry.name : undefined;

@@ -14,6 +14,7 @@ import {
 } from './fire.ts';
 import { type DueEntry, FireQueue } from './fire-queue.ts';
 import { ledgerKeyOf, type ResolvedConfig, type ResolvedJob } from './job.ts';
+import { runJobHooks } from './job-hooks.ts';
 import { type JobSchedule, JobSchedules } from './occurrence.ts';
 import { StoreClock } from './store-clock.ts';
 
@@ -114,6 +115,7 @@ export class JobRunner {
       warnThresholdMs: options.clockWarnThresholdMs,
     });
     this.#events.on(logSchedulerEvents(this.#logger));
+    this.#events.on(runJobHooks(options.config.jobs, this.#logger, this.#time));
     this.#environment = environmentFor(options.config, this.#clock, this.#time, this.#logger, this.#events);
     const schedules = new JobSchedules();
     this.#jobs = selectJobs(options.config, options.jobs).map(

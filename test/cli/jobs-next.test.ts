@@ -1,7 +1,8 @@
 import { existsSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nextRuns } from '../../src/cli/commands/jobs-next.ts';
-import { JobSchedule } from '../../src/scheduler/occurrence.ts';
+import { formatSpan } from '../../src/cli/output.ts';
+import { JobSchedule, jitterOf } from '../../src/scheduler/occurrence.ts';
 import { freePort } from '../support/processes.ts';
 import { createProject, ensureCliBuilt, type Project, runCli, tsConfig } from './cli-support.ts';
 
@@ -13,6 +14,7 @@ const jobs = `[
   { name: 'beat', schedule: '*/10 * * * * *', run: async () => {} },
   { name: 'off', schedule: '0 3 * * *', enabled: false, run: async () => {} },
   { name: 'never', schedule: '0 0 30 2 *', run: async () => {} },
+  { name: 'spread', schedule: '0 * * * *', jitter: '10m', startingDeadline: '15m', run: async () => {} },
 ]`;
 
 let project: Project;
@@ -132,6 +134,28 @@ describe('the table', () => {
     expect(JSON.parse(json.stdout)).toHaveLength(5);
   });
 
+  it("adds a JITTER column for a job with jitter: each occurrence's delay after its instant; --json stays the instants", async () => {
+    const text = await nextAt('2026-03-28 00:00:00', ['spread', '-n', '3']);
+    expect(text.code, text.stderr).toBe(0);
+    const [header, ...rows] = text.stdout.trimEnd().split('\n');
+    expect(header).toMatch(/^NEXT RUN \(UTC\)\s+UTC\s+IN\s+JITTER$/);
+    const instants = ['2026-03-28T01:00:00.000Z', '2026-03-28T02:00:00.000Z', '2026-03-28T03:00:00.000Z'];
+    expect(rows.map((row) => row.split(/ {2,}/))).toEqual(
+      instants.map((instant) => {
+        const delay = jitterOf({ name: 'spread', jitterMs: 600_000 }, Date.parse(instant));
+        expect(delay).toBeLessThan(600_000);
+        return [
+          expect.any(String),
+          instant,
+          expect.stringMatching(/^in /),
+          `+${delay < 1_000 ? `${delay}ms` : formatSpan(delay)}`,
+        ];
+      }),
+    );
+    const json = await nextAt('2026-03-28 00:00:00', ['spread', '-n', '3', '--json']);
+    expect(JSON.parse(json.stdout)).toEqual(instants);
+  });
+
   it('says when a schedule has no future instant', async () => {
     const result = await runCli(['jobs', 'next', 'never'], { cwd: project.directory });
     expect(result).toMatchObject({
@@ -208,7 +232,7 @@ describe('exit code 2', () => {
     expect(result.code).toBe(2);
     expect(result.stdout).toBe('');
     expect(result.stderr).toBe(
-      `error: unknown job "nigthly"; jobs in this config: nightly, fall-back, beat, off, never (did you mean "nightly"?)\n  config: ${project.path('resil.config.ts')}\n`,
+      `error: unknown job "nigthly"; jobs in this config: nightly, fall-back, beat, off, never, spread (did you mean "nightly"?)\n  config: ${project.path('resil.config.ts')}\n`,
     );
   });
 

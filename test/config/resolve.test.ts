@@ -150,6 +150,67 @@ describe('validation', () => {
     ]);
   });
 
+  it('resolves jitter to ms; rejects a jitter that is not positive or not below startingDeadline', async () => {
+    const config = await resolveConfig(
+      { jobs: [{ name: 'a', schedule: '* * * * *', run, jitter: '30s' }] },
+      file,
+    );
+    expect(config.jobs[0]).toMatchObject({ jitterMs: 30_000, startingDeadlineMs: 60_000 });
+    expect(
+      await problemsOf({
+        jobs: [
+          { name: 'zero', schedule: '* * * * *', run, jitter: 0 },
+          { name: 'word', schedule: '* * * * *', run, jitter: 'soon' },
+          { name: 'long', schedule: '* * * * *', run, jitter: '1m' },
+          { name: 'longer', schedule: '* * * * *', run, jitter: '5m', startingDeadline: '2m' },
+        ],
+      }),
+    ).toEqual([
+      `${file}: job "zero": option "jitter": expected a duration greater than 0, got 0`,
+      expect.stringMatching(
+        /^\/project\/resil.config.ts: job "word": option "jitter": expected .*got "soon"$/,
+      ),
+      `${file}: job "long": option "jitter": must be smaller than startingDeadline (1m): a fire delayed by its jitter would be skipped as missed; shorten jitter or raise startingDeadline`,
+      `${file}: job "longer": option "jitter": must be smaller than startingDeadline (2m): a fire delayed by its jitter would be skipped as missed; shorten jitter or raise startingDeadline`,
+    ]);
+  });
+
+  it('applies the config-level hooks to every job without its own, and rejects hooks that are not functions', async () => {
+    const onSuccess = () => {};
+    const onFailure = () => {};
+    const onSkip = () => {};
+    const own = () => {};
+    const config = await resolveConfig(
+      {
+        onSuccess,
+        onFailure,
+        onSkip,
+        jobs: [
+          { name: 'plain', schedule: '* * * * *', run },
+          { name: 'custom', schedule: '* * * * *', run, onSuccess: own },
+        ],
+      },
+      file,
+    );
+    expect(config.jobs.map((job) => [job.name, job.onSuccess, job.onFailure, job.onSkip])).toEqual([
+      ['plain', onSuccess, onFailure, onSkip],
+      ['custom', own, onFailure, onSkip],
+    ]);
+    const bare = await resolveConfig({ jobs: [{ name: 'a', schedule: '* * * * *', run }] }, file);
+    expect(bare.jobs[0]).toMatchObject({ onSuccess: undefined, onFailure: undefined, onSkip: undefined });
+
+    expect(
+      await problemsOf({
+        onFailure: 'mail me',
+        jobs: [{ name: 'a', schedule: '* * * * *', run, onSkip: {}, onSucess: () => {} }],
+      }),
+    ).toEqual([
+      `${file}: option "onFailure": expected a function (event) => ..., got "mail me"`,
+      `${file}: job "a": option "onSucess": unknown option (did you mean "onSuccess"?); known options: name, schedule, run, timezone, lock, timeout, retry, enabled, catchUp, startingDeadline, overlap, jitter, onSuccess, onFailure, onSkip`,
+      `${file}: job "a": option "onSkip": expected a function (event) => ..., got {}`,
+    ]);
+  });
+
   it('ConfigError carries the first problem and every problem', () => {
     const error = new ConfigError([
       { file, job: 'a', option: 'timeout', value: 'x', message: 'bad' },

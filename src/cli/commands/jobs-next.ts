@@ -1,7 +1,7 @@
 import { UnknownJobError } from '../../scheduler/errors.ts';
 import type { ResolvedConfig, ResolvedJob } from '../../scheduler/job.ts';
-import { JobSchedule } from '../../scheduler/occurrence.ts';
-import { formatRelative, formatTable, formatTimeIn, localTimezone } from '../output.ts';
+import { JobSchedule, jitterOf } from '../../scheduler/occurrence.ts';
+import { formatRelative, formatSpan, formatTable, formatTimeIn, localTimezone } from '../output.ts';
 import type { CommandHelpers } from '../program.ts';
 
 /** The job called `name`; throws `UnknownJobError` (exit code 2) naming the jobs the config does define. */
@@ -30,6 +30,11 @@ export function nextRuns(
   return new JobSchedule(job).between(after, Number.POSITIVE_INFINITY, count).instants;
 }
 
+/** `+250ms`, `+42s`, `+3m 12s`: the delay after the instant. */
+function formatJitter(ms: number): string {
+  return `+${ms < 1_000 ? `${ms}ms` : formatSpan(ms)}`;
+}
+
 /** `resil jobs next <name> [-n N] [--json]`: exit 0, or 2 for an unknown job. */
 export async function showNextRuns(
   helpers: CommandHelpers,
@@ -55,10 +60,14 @@ export async function showNextRuns(
   if (instants.length === 0) {
     helpers.stdout.write(`${name}: the schedule ${job.schedule} (${timezone}) has no future occurrence\n`);
   } else {
-    const header = [`NEXT RUN (${timezone})`, 'UTC', 'IN'];
+    // Only a job with jitter gets the column: the delay each occurrence's fires wait after the instant.
+    const jittered = (job.jitterMs ?? 0) > 0;
+    const header = [`NEXT RUN (${timezone})`, 'UTC', 'IN', ...(jittered ? ['JITTER'] : [])];
     const rows = instants.map((instant) => {
       const at = new Date(instant);
-      return [formatTimeIn(at, timezone), at.toISOString(), styles.dim(formatRelative(at, now))];
+      const row = [formatTimeIn(at, timezone), at.toISOString(), styles.dim(formatRelative(at, now))];
+      if (jittered) row.push(formatJitter(jitterOf(job, instant)));
+      return row;
     });
     helpers.stdout.write(`${formatTable(header.map(styles.dim), rows)}\n`);
   }
