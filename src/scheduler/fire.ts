@@ -30,6 +30,8 @@ export type SkipReason =
   | 'already-done'
   /** The fire could not start before the job's starting deadline (or outside its catch-up window). */
   | 'missed'
+  /** The job is paused fleet-wide (`resil jobs pause`): the run ledger skipped the fire. */
+  | 'paused'
   /** The store could not be reached: the fire fails closed. */
   | 'store-unavailable'
   /** The runner was stopping before the job started. */

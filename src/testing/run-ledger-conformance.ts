@@ -5,7 +5,7 @@ import type {
   ClaimResult,
   OccurrenceLease,
   OverlapPolicy,
-  RunLedger,
+  PausableRunLedger,
   RunRecord,
 } from '../strategies/lock/run-ledger.ts';
 import type { LockStore } from '../strategies/lock/store.ts';
@@ -30,7 +30,8 @@ function normalized(record: RunRecord): RunRecord {
  * runs, and queued occurrences run oldest first; an occurrence whose holder stopped renewing is
  * taken over with a higher token, and the old holder's writes are refused with `StaleTokenError`;
  * history comes newest first; retention drops old records; jobs and keys are independent, and a
- * plain `acquire` on the key excludes claims. Needs `vitest` (imported by this module).
+ * plain `acquire` on the key excludes claims; a paused job's fires are skipped and recorded as
+ * `paused` until it is resumed, manual runs excepted. Needs `vitest` (imported by this module).
  *
  * Occurrences are placed relative to this machine's clock, so the store's clock must be within a few
  * seconds of it. Some tests wait for short leases (a few hundred ms) to expire.
@@ -40,7 +41,7 @@ function normalized(record: RunRecord): RunRecord {
  */
 export function describeRunLedgerConformance(
   name: string,
-  factory: ConformanceFactory<RunLedger & LockStore>,
+  factory: ConformanceFactory<PausableRunLedger & LockStore>,
 ): void {
   async function setUp() {
     const namespace = uniqueNamespace();
@@ -429,6 +430,78 @@ export function describeRunLedgerConformance(
       expect(await ledger.lastCompleted(`${namespace}job`, { key })).toBe(first + 2 * second);
       expect(await history({ job: `${namespace}unknown` })).toEqual([]);
       expect(await ledger.lastCompleted(`${namespace}unknown`, { key })).toBeUndefined();
+    });
+
+    it('pause: every claim of the job is skipped and recorded as paused; resume: granted again', async () => {
+      const { ledger, claim, granted, record, job, key } = await setUp();
+      const at = past(3 * second);
+      await ledger.pauseJob(job, { key, by: 'conformance:ops', reason: 'migration' });
+      expect(await claim(at)).toEqual({ status: 'skipped', reason: 'paused' });
+      expect(await record(at)).toMatchObject({
+        job,
+        scheduledAt: at,
+        outcome: 'skipped',
+        reason: 'paused',
+        instance: 'conformance:1',
+      });
+      // Recorded, so a later fire of the same occurrence finds it done.
+      expect(await claim(at, { instance: 'conformance:2' })).toEqual({
+        status: 'skipped',
+        reason: 'already-done',
+      });
+      expect(await claim(at + second, { overlap: 'buffer-all' })).toEqual({
+        status: 'skipped',
+        reason: 'paused',
+      });
+      await ledger.resumeJob(job, { key });
+      expect(await ledger.pauseOf(job, { key })).toBeUndefined();
+      const lease = await granted(at + 2 * second);
+      await ledger.finishOccurrence(lease, { outcome: 'success' });
+      expect(await record(at + 2 * second)).toMatchObject({ outcome: 'success', token: lease.token });
+    });
+
+    it('pauseOf reports who paused the job, when (store clock) and why; a new pause replaces it', async () => {
+      const { ledger, job, key } = await setUp();
+      expect(await ledger.pauseOf(job, { key })).toBeUndefined();
+      await ledger.pauseJob(job, { key, by: 'conformance:ops', reason: 'migration' });
+      const pause = await ledger.pauseOf(job, { key });
+      expect(pause).toMatchObject({ by: 'conformance:ops', reason: 'migration' });
+      expect(Math.abs(pause!.pausedAt - Date.now())).toBeLessThan(5 * second);
+      await ledger.pauseJob(job, { key, by: 'conformance:other' });
+      const again = await ledger.pauseOf(job, { key });
+      expect(again?.by).toBe('conformance:other');
+      expect(again?.reason).toBeUndefined();
+      await ledger.resumeJob(job, { key });
+      await ledger.resumeJob(job, { key }); // resuming a job that is not paused is fine
+      expect(await ledger.pauseOf(job, { key })).toBeUndefined();
+    });
+
+    it('a pause keeps jobs apart: another job on the same key, or the job on another key, runs', async () => {
+      const { ledger, claim, granted, job, key, namespace } = await setUp();
+      const at = past(2 * second);
+      await ledger.pauseJob(job, { key, by: 'conformance:ops' });
+      const other = `${namespace}other`;
+      const otherLease = await granted(at, { job: other });
+      await ledger.finishOccurrence(otherLease, { outcome: 'success' });
+      expect(await ledger.pauseOf(other, { key })).toBeUndefined();
+      expect(await ledger.pauseOf(job, { key: `${namespace}other-key` })).toBeUndefined();
+      await granted(at, { key: `${namespace}other-key` });
+      expect(await claim(at)).toEqual({ status: 'skipped', reason: 'paused' });
+    });
+
+    it('a paused job still grants manual claims, and lets a running occurrence finish', async () => {
+      const { ledger, claim, granted, record, job, key } = await setUp();
+      const at = past(2 * second);
+      const running = await granted(at);
+      await ledger.pauseJob(job, { key, by: 'conformance:ops' });
+      // Its other fires watch it run, as without a pause; it finishes as usual.
+      expect(await claim(at)).toMatchObject({ status: 'wait', runningElsewhere: true });
+      await ledger.finishOccurrence(running, { outcome: 'success' });
+      expect(await record(at)).toMatchObject({ outcome: 'success' });
+      const manual = await granted(at + second, { manual: true });
+      expect(manual.token).toBeGreaterThan(running.token);
+      await ledger.finishOccurrence(manual, { outcome: 'success' });
+      expect(await record(at + second)).toMatchObject({ outcome: 'success', token: manual.token });
     });
 
     it('drops records older than the retention when an occurrence finishes', async () => {

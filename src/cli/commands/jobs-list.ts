@@ -1,6 +1,11 @@
 import { ledgerKeyOf, type ResolvedConfig, type ResolvedJob } from '../../scheduler/job.ts';
 import { JobSchedules } from '../../scheduler/occurrence.ts';
-import { hasRunLedger, type RunRecord } from '../../strategies/lock/run-ledger.ts';
+import {
+  hasJobPauses,
+  hasRunLedger,
+  type JobPause,
+  type RunRecord,
+} from '../../strategies/lock/run-ledger.ts';
 import { formatRelative, formatTable, formatTimeIn, localTimezone, type Styles } from '../output.ts';
 import type { CommandHelpers } from '../program.ts';
 import { inMemoryStoreNote, readStore } from './store-error.ts';
@@ -29,6 +34,16 @@ export interface JobListEntry {
     token: number | null;
     error?: string;
   } | null;
+  /** Paused fleet-wide (`resil jobs pause`); false when the store keeps no pauses or cannot be read. */
+  paused: boolean;
+  /** Who paused it, when (ISO 8601, store clock) and why; null unless paused. */
+  pause: { by: string; pausedAt: string; reason: string | null } | null;
+}
+
+/** What the store says of one job: its last run and its pause. */
+interface LedgerView {
+  lastRun: RunRecord | undefined;
+  pause: JobPause | undefined;
 }
 
 /** How many of a job's latest records `jobs list` looks through for its last run. */
@@ -44,21 +59,26 @@ function nextRunOf(job: ResolvedJob, now: Date, schedules: JobSchedules): Date |
   return next === undefined ? null : new Date(next);
 }
 
-/** Each job's latest run, or `undefined` when the store keeps no ledger or cannot be read. */
-async function lastRuns(
+/** Each job's latest run and pause, or `undefined` when the store keeps no ledger or cannot be read. */
+async function ledgerViews(
   config: ResolvedConfig,
   helpers: CommandHelpers,
-): Promise<Map<string, RunRecord | undefined> | undefined> {
+): Promise<Map<string, LedgerView> | undefined> {
   const store = config.store;
   if (!hasRunLedger(store)) return undefined;
+  const pauses = hasJobPauses(store) ? store : undefined;
   const read = await readStore(store, () =>
     Promise.all(
-      config.jobs.map(async (job) => {
-        const history = await store.runHistory(job.name, { key: ledgerKeyOf(job), limit: lastRunSearch });
-        return [
-          job.name,
-          history.find((record) => record.outcome === 'success' || record.outcome === 'failure'),
-        ] as const;
+      config.jobs.map(async (job): Promise<readonly [string, LedgerView]> => {
+        const key = ledgerKeyOf(job);
+        const [history, pause] = await Promise.all([
+          store.runHistory(job.name, { key, limit: lastRunSearch }),
+          pauses?.pauseOf(job.name, { key }),
+        ]);
+        const lastRun = history.find(
+          (record) => record.outcome === 'success' || record.outcome === 'failure',
+        );
+        return [job.name, { lastRun, pause }];
       }),
     ),
   );
@@ -72,10 +92,11 @@ async function lastRuns(
 function toEntry(
   job: ResolvedJob,
   now: Date,
-  lastRun: RunRecord | undefined,
+  view: LedgerView | undefined,
   schedules: JobSchedules,
 ): JobListEntry {
   const nextRun = nextRunOf(job, now, schedules);
+  const { lastRun, pause } = view ?? { lastRun: undefined, pause: undefined };
   return {
     name: job.name,
     schedule: job.schedule,
@@ -95,6 +116,11 @@ function toEntry(
             token: lastRun.token ?? null,
             ...(lastRun.error === undefined ? {} : { error: lastRun.error }),
           },
+    paused: pause !== undefined,
+    pause:
+      pause === undefined
+        ? null
+        : { by: pause.by, pausedAt: new Date(pause.pausedAt).toISOString(), reason: pause.reason ?? null },
   };
 }
 
@@ -104,8 +130,11 @@ function formatEntries(
   now: number,
   styles: Styles,
 ): string {
+  // Only while some job is paused, as jobs history shows TAKEOVERS only when there are some.
+  const withPauses = entries.some((entry) => entry.paused);
   const header = ['NAME', 'SCHEDULE', 'TIMEZONE', 'NEXT RUN', 'LOCK KEY'];
   if (withLedger) header.push('LAST RUN');
+  if (withPauses) header.push('PAUSED');
   const rows = entries.map((entry) => {
     const next =
       entry.nextRun === null
@@ -127,6 +156,9 @@ function formatEntries(
           : `${last.outcome === 'success' ? styles.green('success') : styles.red('failure')} ${formatRelative(new Date(last.endedAt ?? last.scheduledAt), now)}`,
       );
     }
+    if (withPauses) {
+      row.push(entry.pause === null ? styles.dim('no') : `${styles.yellow('paused')} by ${entry.pause.by}`);
+    }
     return row;
   });
   return `${formatTable(header.map(styles.dim), rows)}\n`;
@@ -136,7 +168,7 @@ function formatEntries(
 export async function listJobs(helpers: CommandHelpers, options: { json: boolean }): Promise<void> {
   const config = await helpers.loadConfig();
   const now = new Date();
-  const runs = await lastRuns(config, helpers);
+  const runs = await ledgerViews(config, helpers);
   const schedules = new JobSchedules();
   const entries = config.jobs.map((job) => toEntry(job, now, runs?.get(job.name), schedules));
   if (options.json) {

@@ -1,15 +1,19 @@
 import { formatDuration } from '../../pipeline/duration.ts';
 import { describeError } from '../../scheduler/credentials.ts';
 import { ShutdownError, UnknownJobError } from '../../scheduler/errors.ts';
+import { ledgerKeyOf } from '../../scheduler/job.ts';
 import { type FireResult, runJobNow } from '../../scheduler/runner.ts';
 import { isLockLostError } from '../../strategies/lock/errors.ts';
+import { hasJobPauses } from '../../strategies/lock/run-ledger.ts';
 import { isTimeoutRejectedError } from '../../strategies/timeout/errors.ts';
 import { createLogger } from '../logger.ts';
+import { localTimezone } from '../output.ts';
 import type { CommandHelpers } from '../program.ts';
 import { resolveLogLevel } from '../usage-error.ts';
-import { describeStoreError, watchStoreConnection } from './store-error.ts';
+import { describePause } from './jobs-pause.ts';
+import { describeStoreError, readStore, watchStoreConnection } from './store-error.ts';
 
-/** `resil jobs run` exit codes (CONTRACT.md). */
+/** `resil jobs run` exit codes (CONTRACT.md); a paused job is skipped like a held lock. */
 const jobsRunExitCodes = { success: 0, failure: 1, configError: 2, lockHeld: 3 } as const;
 
 /** Exit code for a manual run's result: a skip because the store is down is a failure to run. */
@@ -53,18 +57,43 @@ const signalExitCodes: Record<string, number> = { SIGINT: 130, SIGTERM: 143 };
  * a job that ignores its signal is then given up on: an error naming it is logged and the command
  * exits 1 (130 after SIGINT, 143 after SIGTERM). Ctrl-C aborts the job's signal (its lease is then
  * released) and exits 130 once it settles; a second Ctrl-C exits at once.
+ *
+ * A job paused fleet-wide (`resil jobs pause`) is not run, exit 3, unless `force`: the run
+ * ledger grants manual claims whatever the pause, so this command decides.
  */
-export async function runJob(helpers: CommandHelpers, name: string): Promise<void> {
+export async function runJob(
+  helpers: CommandHelpers,
+  name: string,
+  options: { force: boolean },
+): Promise<void> {
   const level = resolveLogLevel(undefined);
   const config = await helpers.loadConfig();
   const { errorStyles, stderr } = helpers;
   // Throws UnknownJobError before anything runs: reported with exit code 2.
-  if (!config.jobs.some((job) => job.name === name)) {
+  const job = config.jobs.find((each) => each.name === name);
+  if (job === undefined) {
     throw new UnknownJobError(
       name,
-      config.jobs.map((job) => job.name),
+      config.jobs.map((each) => each.name),
       config.filepath,
     );
+  }
+  const { store } = config;
+  if (!options.force && hasJobPauses(store)) {
+    const read = await readStore(store, () => store.pauseOf(name, { key: ledgerKeyOf(job) }));
+    if (!read.ok) {
+      stderr.write(`${errorStyles.red(`${name}: skipped: the lock store is unreachable: ${read.reason}`)}\n`);
+      helpers.setExitCode(jobsRunExitCodes.failure);
+      return;
+    }
+    if (read.value !== undefined) {
+      const pause = describePause(read.value, job.timezone ?? localTimezone());
+      stderr.write(
+        `${errorStyles.yellow(`${name}: skipped: paused ${pause}`)}; resume it with resil jobs resume ${name}, or run it anyway with --force\n`,
+      );
+      helpers.setExitCode(jobsRunExitCodes.lockHeld);
+      return;
+    }
   }
   const base = createLogger({ level });
   // For this command's own lines; the run's lines get the same bindings inside runJobNow.

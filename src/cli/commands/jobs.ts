@@ -13,11 +13,16 @@ function parseCount(value: string): number {
   return count;
 }
 
-/** `resil jobs list`, `resil jobs history <name>`, `resil jobs next <name>` and `resil jobs run <name>`. */
+/**
+ * `resil jobs list`, `resil jobs history <name>`, `resil jobs next <name>`, `resil jobs run <name>`,
+ * `resil jobs pause <name>` and `resil jobs resume <name>`.
+ */
 export function registerJobsCommands(program: Command, helpers: CommandHelpers): void {
   const jobs = program
     .command('jobs')
-    .description("list the jobs of the config, show a job's run history or next runs, or run one now")
+    .description(
+      "list the jobs of the config, show a job's run history or next runs, run one now, or pause and resume one fleet-wide",
+    )
     .addHelpText(
       'after',
       `
@@ -26,23 +31,29 @@ Examples:
   $ resil jobs list --json
   $ resil jobs history nightly-report
   $ resil jobs next nightly-report -n 10
-  $ resil jobs run nightly-report`,
+  $ resil jobs run nightly-report
+  $ resil jobs pause nightly-report --reason "database migration"
+  $ resil jobs resume nightly-report`,
     );
 
   jobs
     .command('list')
     .description(
-      'one row per job: name, schedule, timezone, next run, lock key and, when the store keeps a run ledger, the last run and its outcome',
+      'one row per job: name, schedule, timezone, next run, lock key and, when the store keeps a run ledger, the last run and its outcome, and whether it is paused',
     )
     .option('--json', 'print one JSON array instead of a table')
     .addHelpText(
       'after',
       `
+While a job is paused (resil jobs pause), a PAUSED column shows it, with who paused it;
+--json has "paused": true|false and "pause": { "by", "pausedAt", "reason" } or null.
+
 Exit codes: 0 listed; 2 bad config.
 
 Examples:
   $ resil jobs list
-  $ resil jobs list --json | jq '.[] | select(.nextRun != null) | .name'`,
+  $ resil jobs list --json | jq '.[] | select(.nextRun != null) | .name'
+  $ resil jobs list --json | jq -r '.[] | select(.paused) | .name'`,
     )
     .action(async (options: { json?: boolean }) => {
       const { listJobs } = await import('./jobs-list.ts');
@@ -106,24 +117,76 @@ Examples:
     .command('run')
     .description('run one job now through its full pipeline (lock, timeout, retry), then exit')
     .argument('<name>', "the job's name")
+    .option('--force', 'run it even while it is paused (resil jobs pause)')
     .addHelpText(
       'after',
       `
+A paused job is not run (exit 3, naming who paused it) unless --force is given.
 Timeout, lost lease or Ctrl-C abort the job's signal; a job that has not settled 5 s later is
 given up on (an error naming it is logged; its lease expires after its ttl). Ctrl-C prints
 "aborting <job>... press Ctrl-C again to force"; a second Ctrl-C exits at once.
 Log level: LOG_LEVEL (trace, debug, info, warn, error, fatal or silent; default info).
 
 Exit codes: 0 the job succeeded; 1 it failed, was given up on, or the store was unreachable;
-3 skipped: its lock is held elsewhere; 2 bad config, unknown job or bad LOG_LEVEL;
-130 interrupted by SIGINT (143 SIGTERM).
+3 skipped: its lock is held elsewhere, or it is paused (without --force);
+2 bad config, unknown job or bad LOG_LEVEL; 130 interrupted by SIGINT (143 SIGTERM).
 
 Examples:
   $ resil jobs run nightly-report
+  $ resil jobs run nightly-report --force
   $ resil --config ops/resil.config.ts jobs run cache-rebuild`,
     )
-    .action(async (name: string) => {
+    .action(async (name: string, options: { force?: boolean }) => {
       const { runJob } = await import('./jobs-run.ts');
-      await runJob(helpers, name);
+      await runJob(helpers, name, { force: options.force === true });
+    });
+
+  jobs
+    .command('pause')
+    .description(
+      'pause a job fleet-wide, in the store: every resil run skips its fires (reason paused) from its next fire on, without a restart',
+    )
+    .argument('<name>', "the job's name")
+    .option('--reason <text>', 'why, kept with the pause and shown by jobs list and jobs run')
+    .addHelpText(
+      'after',
+      `
+The pause is kept in the store with who paused it (the config's instance name, else host:pid),
+when (the store's clock) and why. An occurrence running when it is paused runs on. resil jobs run
+refuses a paused job unless --force. Pausing a paused job replaces who, when and why.
+Needs a shared store (RedisLockStore or PostgresLockStore): the in-memory default store is this
+process's only.
+
+Exit codes: 0 paused; 1 the store is not a shared one, or unreachable (within 5 s);
+2 bad config or unknown job.
+
+Examples:
+  $ resil jobs pause nightly-report
+  $ resil jobs pause nightly-report --reason "database migration until 14:00"`,
+    )
+    .action(async (name: string, options: { reason?: string }) => {
+      const { pauseJob } = await import('./jobs-pause.ts');
+      await pauseJob(helpers, name, options.reason === undefined ? {} : { reason: options.reason });
+    });
+
+  jobs
+    .command('resume')
+    .description('lift a pause: every resil run runs the job again from its next fire on')
+    .argument('<name>', "the job's name")
+    .addHelpText(
+      'after',
+      `
+Fires skipped while it was paused are not run again. Resuming a job that is not paused changes
+nothing (exit 0). Needs a shared store (RedisLockStore or PostgresLockStore).
+
+Exit codes: 0 resumed, or was not paused; 1 the store is not a shared one, or unreachable
+(within 5 s); 2 bad config or unknown job.
+
+Examples:
+  $ resil jobs resume nightly-report`,
+    )
+    .action(async (name: string) => {
+      const { resumeJob } = await import('./jobs-pause.ts');
+      await resumeJob(helpers, name);
     });
 }

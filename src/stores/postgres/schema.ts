@@ -8,6 +8,8 @@ export interface PostgresTables {
   /** The run ledger: one row per occurrence `(key, job, scheduled_at)`. */
   readonly occurrences: string;
   readonly fences: string;
+  /** Paused jobs: one row per `(key, job)` while it is paused. */
+  readonly pauses: string;
   /** Unqualified: an index is created in its table's schema. */
   readonly queueIndex: string;
   /** The run ledger's functions: each operation is one call of one of them. */
@@ -52,6 +54,7 @@ export function resolveTables(options: PostgresTableOptions = {}): PostgresTable
     leases: qualify(table),
     occurrences: qualify(`${table}_occurrences`),
     fences: qualify(`${table}_fences`),
+    pauses: qualify(`${table}_pauses`),
     queueIndex: quoteIdentifier(`${table}_queue_idx`),
     claim: qualify(`${table}_claim`),
     renew: qualify(`${table}_renew`),
@@ -185,6 +188,11 @@ BEGIN
       status := 'skipped';
       skip_reason := 'already-done';
       RETURN;
+    END IF;
+    -- A paused job's running occurrence runs on; any other is skipped.
+    IF NOT v_running AND EXISTS (SELECT 1 FROM ${t.pauses} WHERE key = p_key AND job = p_job) THEN
+      v_skip := 'paused';
+      EXIT decide;
     END IF;
 
     -- A running occurrence is judged by its own lease: still renewed, to be taken over, or given up.
@@ -449,7 +457,7 @@ function createStatements(tables: PostgresTables): string[] {
   job text NOT NULL,
   scheduled_at timestamptz NOT NULL,
   state text NOT NULL CHECK (state IN ('queued', 'running', 'success', 'failure', 'skipped')),
-  reason text CHECK (reason IN ('overlap', 'missed')),
+  reason text CHECK (reason IN ('overlap', 'missed', 'paused')),
   token bigint,
   owner text,
   instance text,
@@ -464,6 +472,14 @@ function createStatements(tables: PostgresTables): string[] {
 )`,
     `CREATE INDEX IF NOT EXISTS ${tables.queueIndex} ON ${tables.occurrences} (key, job, scheduled_at)
   WHERE deadline IS NOT NULL`,
+    `CREATE TABLE IF NOT EXISTS ${tables.pauses} (
+  key text NOT NULL,
+  job text NOT NULL,
+  paused_at timestamptz NOT NULL,
+  paused_by text NOT NULL,
+  reason text,
+  PRIMARY KEY (key, job)
+)`,
     claimFunction(tables),
     renewFunction(tables),
     finishFunction(tables),

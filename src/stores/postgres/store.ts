@@ -5,6 +5,7 @@ import { StaleTokenError } from '../../strategies/lock/errors.ts';
 import {
   type ClaimRequest,
   type ClaimResult,
+  type JobPause,
   type LedgerSkipReason,
   ledgerRecordLimit,
   type OccurrenceLease,
@@ -71,6 +72,14 @@ FROM ${t.occurrences} WHERE key = $1::text AND job = $2::text
 ORDER BY scheduled_at DESC LIMIT $3::int`,
     lastCompleted: `SELECT ${toMs('max(scheduled_at)')} AS last
 FROM ${t.occurrences} WHERE key = $1::text AND job = $2::text AND state = 'success'`,
+    // Read by the claim function, under the key's row lock, in the same call as its decision.
+    pauseJob: `INSERT INTO ${t.pauses} (key, job, paused_at, paused_by, reason)
+VALUES ($1::text, $2::text, now(), $3::text, $4::text)
+ON CONFLICT (key, job) DO UPDATE
+  SET paused_at = EXCLUDED.paused_at, paused_by = EXCLUDED.paused_by, reason = EXCLUDED.reason`,
+    resumeJob: `DELETE FROM ${t.pauses} WHERE key = $1::text AND job = $2::text`,
+    pauseOf: `SELECT floor(extract(epoch FROM paused_at) * 1000)::float8 AS paused_at, paused_by, reason
+FROM ${t.pauses} WHERE key = $1::text AND job = $2::text`,
   };
 }
 
@@ -366,6 +375,38 @@ export class PostgresLockStore implements LockStore, RunLedger {
     ]);
     const last = result.rows[0]?.last;
     return last === null || last === undefined ? undefined : Number(last);
+  }
+
+  /** Pauses the job under `key` fleet-wide, at the database's clock (see `RunLedger.pauseJob`). */
+  async pauseJob(job: string, options: { key: string; by: string; reason?: string }): Promise<void> {
+    checkString('job', job);
+    const key = checkString('key', options?.key);
+    const by = checkString('by', options.by);
+    const reason = options.reason === undefined ? null : checkString('reason', options.reason);
+    await this.#query('pauseJob', this.#sql.pauseJob, [key, job, by, reason]);
+  }
+
+  async resumeJob(job: string, options: { key: string }): Promise<void> {
+    checkString('job', job);
+    const key = checkString('key', options?.key);
+    await this.#query('resumeJob', this.#sql.resumeJob, [key, job]);
+  }
+
+  async pauseOf(job: string, options: { key: string }): Promise<JobPause | undefined> {
+    checkString('job', job);
+    const key = checkString('key', options?.key);
+    const result = await this.#query<{ paused_at: number; paused_by: string; reason: string | null }>(
+      'pauseOf',
+      this.#sql.pauseOf,
+      [key, job],
+    );
+    const row = result.rows[0];
+    if (row === undefined) return undefined;
+    return {
+      pausedAt: Number(row.paused_at),
+      by: row.paused_by,
+      ...(row.reason === null ? {} : { reason: row.reason }),
+    };
   }
 
   /**

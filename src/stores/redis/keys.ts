@@ -12,6 +12,7 @@
  * | `<prefix>{<key>}:idx:<job>` | sorted set | every recorded occurrence, scored by `scheduledAt`: history order, trimming |
  * | `<prefix>{<key>}:queue:<job>` | sorted set | queued (buffered) occurrences, scored by `scheduledAt`; their deadline is in the record |
  * | `<prefix>{<key>}:succeeded:<job>` | sorted set | occurrences whose record says `success`, scored by `scheduledAt` (`lastCompleted`) |
+ * | `<prefix>{<key>}:paused:<job>` | hash | `pausedAt`, `by`, `reason`: the job's pause, while it is paused (`pauseJob`); read by every claim |
  * | `<prefix>{<resource>}:fence` | string | highest fencing token written to the resource |
  * | `<prefix>{<resource>}:value:<name>` | string | a fenced value |
  *
@@ -47,6 +48,10 @@ export class RedisKeys {
 
   succeeded(key: string, job: string): string {
     return `${this.prefix}{${key}}:succeeded:${job}`;
+  }
+
+  paused(key: string, job: string): string {
+    return `${this.prefix}{${key}}:paused:${job}`;
   }
 
   /** The KEYS of the run ledger's write scripts, in the order they expect them. */

@@ -156,8 +156,8 @@ end
 `;
 
 /**
- * ARGV 5..10: instance, ttl ms, startingDeadlineMs, '1' for a manual run, retention ms, record
- * limit. Returns { 'granted', scheduledAt, token, 1 for a takeover } | { 'wait', retryAt, 1 when
+ * KEYS 8: the job's pause (see keys.ts). ARGV 5..10: instance, ttl ms, startingDeadlineMs, '1' for
+ * a manual run, retention ms, record limit. Returns { 'granted', scheduledAt, token, 1 for a takeover } | { 'wait', retryAt, 1 when
  * running elsewhere } | { 'skipped', reason }. Recording a skip trims, as a finish does.
  */
 const claimOccurrenceScript = `${ledgerPrelude}
@@ -227,6 +227,8 @@ end
 if now < at then return { 'wait', fmt(at), 0 } end
 if entry and isFinal(entry.outcome) then return { 'skipped', 'already-done' } end
 local running = entry and entry.outcome == 'running'
+-- A paused job's running occurrence runs on; any other is skipped.
+if not running and redis.call('EXISTS', KEYS[8]) == 1 then return skip('paused') end
 -- A running occurrence is judged by its own lease: still renewed, to be taken over, or given up.
 if running and expiry(entry) > now then return { 'wait', entry.expiresAt, 1 } end
 if running and (entry.cancelled or now > expiry(entry) + window) then
@@ -350,6 +352,28 @@ end
 return records
 `;
 
+/** KEYS: paused. ARGV: by, '1' when a reason follows, reason. Records the pause at the server's `TIME`. */
+const pauseJobScript = `
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+redis.call('DEL', KEYS[1])
+redis.call('HSET', KEYS[1], 'pausedAt', string.format('%d', now), 'by', ARGV[1])
+if ARGV[2] == '1' then redis.call('HSET', KEYS[1], 'reason', ARGV[3]) end
+return 1
+`;
+
+/** KEYS: paused. Lifts the pause. */
+const resumeJobScript = `
+return redis.call('DEL', KEYS[1])
+`;
+
+/** KEYS: paused. Returns { pausedAt, by, reason or false }, or nil when the job is not paused. */
+const pauseOfScript = `
+local pause = redis.call('HMGET', KEYS[1], 'pausedAt', 'by', 'reason')
+if not pause[1] then return false end
+return pause
+`;
+
 /** KEYS: succeeded. Returns the latest occurrence that succeeded, or nil. */
 const lastCompletedScript = `
 return redis.call('ZREVRANGE', KEYS[1], 0, 0)[1] or false
@@ -387,11 +411,14 @@ export const storeScripts = {
   renew: new StoreScript(renewScript, 1),
   release: new StoreScript(releaseScript, 1),
   inspect: new StoreScript(inspectScript, 2),
-  claimOccurrence: new StoreScript(claimOccurrenceScript, 7),
+  claimOccurrence: new StoreScript(claimOccurrenceScript, 8),
   renewOccurrence: new StoreScript(renewOccurrenceScript, 7),
   finishOccurrence: new StoreScript(finishOccurrenceScript, 7),
   runHistory: new StoreScript(runHistoryScript, 2),
   lastCompleted: new StoreScript(lastCompletedScript, 1),
+  pauseJob: new StoreScript(pauseJobScript, 1),
+  resumeJob: new StoreScript(resumeJobScript, 1),
+  pauseOf: new StoreScript(pauseOfScript, 1),
   fencedSet: new StoreScript(fencedSetScript, 2),
 } as const;
 

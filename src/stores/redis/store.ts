@@ -5,6 +5,7 @@ import { StaleTokenError, StoreUnavailableError } from '../../strategies/lock/er
 import {
   type ClaimRequest,
   type ClaimResult,
+  type JobPause,
   type LedgerSkipReason,
   ledgerRecordLimit,
   type OccurrenceLease,
@@ -224,6 +225,7 @@ export class RedisLockStore implements LockStore, RunLedger {
     const retentionMs = checkRetention(request.retentionMs);
     const reply = (await this.#writeScript('claimOccurrence', key, storeScripts.claimOccurrence, [
       ...this.#keys.ledger(key, job),
+      this.#keys.paused(key, job),
       job,
       scheduledAt,
       owner,
@@ -314,6 +316,41 @@ export class RedisLockStore implements LockStore, RunLedger {
       this.#keys.succeeded(key, job),
     ]);
     return latest === null ? undefined : Number(latest);
+  }
+
+  /** Pauses the job under `key` fleet-wide, at the server's clock (see `RunLedger.pauseJob`). */
+  async pauseJob(job: string, options: { key: string; by: string; reason?: string }): Promise<void> {
+    checkJob(job);
+    const key = checkKey(options?.key);
+    const { by, reason } = options;
+    if (typeof by !== 'string' || by.length === 0)
+      throw new InvalidOptionError('by', by, 'a non-empty string');
+    if (reason !== undefined && typeof reason !== 'string') {
+      throw new InvalidOptionError('reason', reason, 'a string');
+    }
+    await this.#writeScript('pauseJob', key, storeScripts.pauseJob, [
+      this.#keys.paused(key, job),
+      by,
+      reason === undefined ? '0' : '1',
+      reason ?? '',
+    ]);
+  }
+
+  async resumeJob(job: string, options: { key: string }): Promise<void> {
+    checkJob(job);
+    const key = checkKey(options?.key);
+    await this.#writeScript('resumeJob', key, storeScripts.resumeJob, [this.#keys.paused(key, job)]);
+  }
+
+  async pauseOf(job: string, options: { key: string }): Promise<JobPause | undefined> {
+    checkJob(job);
+    const key = checkKey(options?.key);
+    const reply = (await this.#script('pauseOf', key, storeScripts.pauseOf, [this.#keys.paused(key, job)])) as
+      | [string, string, string | null]
+      | null;
+    if (reply === null) return undefined;
+    const [pausedAt, by, reason] = reply;
+    return { pausedAt: Number(pausedAt), by, ...(reason === null ? {} : { reason }) };
   }
 
   /** KEYS and the ARGV every ledger script starts with, for a granted lease. */

@@ -3,6 +3,7 @@ import { MemoryLeaseStore, type MemoryLeaseStoreOptions } from './memory-lease-s
 import {
   type ClaimRequest,
   type ClaimResult,
+  type JobPause,
   type LedgerSkipReason,
   ledgerDefaultRetentionMs,
   ledgerRecordLimit,
@@ -59,6 +60,7 @@ function ledgerId(key: string, job: string): string {
  */
 export class MemoryLockStore extends MemoryLeaseStore implements RunLedger {
   readonly #jobs = new Map<string, JobLedger>();
+  readonly #pauses = new Map<string, JobPause>();
 
   async claimOccurrence(request: ClaimRequest): Promise<ClaimResult> {
     const now = this.time.now();
@@ -74,6 +76,10 @@ export class MemoryLockStore extends MemoryLeaseStore implements RunLedger {
     if (now < scheduledAt) return { status: 'wait', retryAt: scheduledAt, runningElsewhere: false };
     if (entry !== undefined && isFinal(entry.record.outcome))
       return { status: 'skipped', reason: 'already-done' };
+    // A paused job's running occurrence runs on; any other is skipped.
+    if (entry?.record.outcome !== 'running' && this.#pauses.has(ledgerId(key, job))) {
+      return this.#skip(ledger, request, 'paused', now);
+    }
     // A running occurrence is judged by its own lease: still renewed, to be taken over, or given up.
     if (entry?.record.outcome === 'running' && entry.expiresAt! > now) {
       return { status: 'wait', retryAt: entry.expiresAt!, runningElsewhere: true };
@@ -198,6 +204,21 @@ export class MemoryLockStore extends MemoryLeaseStore implements RunLedger {
       if (entry.record.outcome === 'success' && (latest === undefined || at > latest)) latest = at;
     }
     return latest;
+  }
+
+  async pauseJob(job: string, options: { key: string; by: string; reason?: string }): Promise<void> {
+    const { key, by, reason } = options;
+    const pause: JobPause = { pausedAt: this.time.now(), by, ...(reason === undefined ? {} : { reason }) };
+    this.#pauses.set(ledgerId(key, job), pause);
+  }
+
+  async resumeJob(job: string, options: { key: string }): Promise<void> {
+    this.#pauses.delete(ledgerId(options.key, job));
+  }
+
+  async pauseOf(job: string, options: { key: string }): Promise<JobPause | undefined> {
+    const pause = this.#pauses.get(ledgerId(options.key, job));
+    return pause === undefined ? undefined : { ...pause };
   }
 
   #ledger(key: string, job: string): JobLedger {

@@ -29,9 +29,10 @@ export type RunOutcome = 'success' | 'failure';
 
 /**
  * Why the ledger skipped an occurrence: `overlap` (an earlier one was running and the overlap
- * policy said skip), `missed` (it could not start before its starting deadline).
+ * policy said skip), `missed` (it could not start before its starting deadline), `paused` (the job
+ * was paused fleet-wide with `pauseJob`).
  */
-export type LedgerSkipReason = 'overlap' | 'missed';
+export type LedgerSkipReason = 'overlap' | 'missed' | 'paused';
 
 /** One occurrence of a job as the run ledger keeps it: its latest state. */
 export interface RunRecord {
@@ -121,13 +122,22 @@ export interface ClaimRequest {
  *   an older one that must run first (an abandoned or queued one): run it, then claim again.
  * - `wait`: ask again at `retryAt` (store clock) at the latest: the occurrence is not due yet, runs
  *   elsewhere (`runningElsewhere`, watch it for a takeover), or is queued behind another one.
- * - `skipped`: recorded as skipped with `reason` (`overlap`, `missed`), or `already-done` (it
- *   reached a final state before; nothing is written).
+ * - `skipped`: recorded as skipped with `reason` (`overlap`, `missed`, `paused`), or
+ *   `already-done` (it reached a final state before; nothing is written).
  */
 export type ClaimResult =
   | { readonly status: 'granted'; readonly lease: OccurrenceLease; readonly takeover: boolean }
   | { readonly status: 'wait'; readonly retryAt: number; readonly runningElsewhere: boolean }
   | { readonly status: 'skipped'; readonly reason: LedgerSkipReason | 'already-done' };
+
+/** A job paused fleet-wide (`pauseJob`): who paused it, when and why. */
+export interface JobPause {
+  /** When it was paused, store clock, epoch ms. */
+  readonly pausedAt: number;
+  /** Who paused it (`resil jobs pause` puts the config's instance name, or `host:pid`). */
+  readonly by: string;
+  readonly reason?: string;
+}
 
 /** A granted claim: what renewing and finishing it need. */
 export interface OccurrenceLease {
@@ -178,7 +188,27 @@ export interface RunLedger {
   runHistory(job: string, options?: { key?: string; limit?: number }): Promise<RunRecord[]>;
   /** The latest occurrence that succeeded, within retention, or `undefined`. */
   lastCompleted(job: string, options?: { key?: string }): Promise<number | undefined>;
+  /**
+   * Pauses the job fleet-wide until {@link resumeJob}: every claim of one of its occurrences (but a
+   * manual one) is then skipped and recorded as `paused`, in the same atomic step as the rest of the
+   * claim. A running occurrence runs on. Pausing a paused job replaces who, when and why.
+   *
+   * The three pause methods are optional so that a ledger written before them still is one (its
+   * jobs then cannot be paused); the stores that ship implement them, and
+   * `describeRunLedgerConformance` checks them. See {@link hasJobPauses}.
+   *
+   * @example
+   * await store.pauseJob('nightly-report', { key: 'nightly-report', by: 'ops@host-1', reason: 'migration' });
+   */
+  pauseJob?(job: string, options: { key: string; by: string; reason?: string }): Promise<void>;
+  /** Lifts the job's pause; a job that is not paused stays as it is. */
+  resumeJob?(job: string, options: { key: string }): Promise<void>;
+  /** The job's pause (store clock), or `undefined` when it is not paused. */
+  pauseOf?(job: string, options: { key: string }): Promise<JobPause | undefined>;
 }
+
+/** A {@link RunLedger} whose jobs can be paused: one with all three pause methods. */
+export type PausableRunLedger = RunLedger & Required<Pick<RunLedger, 'pauseJob' | 'resumeJob' | 'pauseOf'>>;
 
 /** True when `store` implements {@link RunLedger}. */
 export function hasRunLedger<S extends object>(store: S): store is S & RunLedger {
@@ -189,6 +219,17 @@ export function hasRunLedger<S extends object>(store: S): store is S & RunLedger
     typeof candidate.finishOccurrence === 'function' &&
     typeof candidate.runHistory === 'function' &&
     typeof candidate.lastCompleted === 'function'
+  );
+}
+
+/** True when `store` implements {@link RunLedger} with its pause methods. */
+export function hasJobPauses<S extends object>(store: S): store is S & PausableRunLedger {
+  const candidate = store as Partial<RunLedger>;
+  return (
+    hasRunLedger(store) &&
+    typeof candidate.pauseJob === 'function' &&
+    typeof candidate.resumeJob === 'function' &&
+    typeof candidate.pauseOf === 'function'
   );
 }
 

@@ -98,6 +98,7 @@ describe.skipIf(!databaseUrl)('PostgresLockStore', () => {
           'Locks',
           'Locks_fences',
           'Locks_occurrences',
+          'Locks_pauses',
         ]);
         const functions = await pool.query<{ proname: string }>(
           `SELECT p.proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
