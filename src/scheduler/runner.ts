@@ -175,11 +175,22 @@ export class JobRunner {
     this.#scheduleClockRefresh();
 
     const startedAt = this.#time.now();
+    if (this.#jobs.length === 0) {
+      this.#logger.warn(
+        'no enabled job in the config: nothing to schedule (enable one, or name it with --job)',
+      );
+    }
     for (const scheduled of this.#jobs) {
       // Occurrences before the start are not this instance's to fire (catch-up decides those).
       scheduled.handledThrough = startedAt;
       const next = scheduled.schedule.nextAfter(startedAt);
-      if (next === undefined) continue;
+      if (next === undefined) {
+        this.#logger.warn(
+          { job: scheduled.job.name, schedule: scheduled.job.schedule },
+          'this schedule never fires (no future instant matches it): the job will not run',
+        );
+        continue;
+      }
       scheduled.dueAt = next;
       this.#queue.add(scheduled);
     }

@@ -75,7 +75,10 @@ describe.skipIf(!redisUrl)('with a Redis store', () => {
 
       const run = await runCli(['jobs', 'run', 'report'], { cwd: project.directory });
       expect(run.code, run.stderr).toBe(3);
-      expect(run.stderr).toBe('report: skipped: its lock is held elsewhere\n');
+      // It names the holder: the instance part of its owner id, and its token.
+      expect(run.stderr).toBe(
+        `report: skipped: its lock is held elsewhere, by other-instance:42 (token ${token})\n`,
+      );
       expect(run.stdout).not.toContain('report ran');
     } finally {
       await store.release('report-lock', 'other-instance:42');

@@ -38,6 +38,23 @@ function setup(
 const scheduledTimes = (probe: JobProbe) => probe.calls.map((call) => call.ctx.scheduledAt.toISOString());
 
 describe('JobRunner', () => {
+  it('warns at start about a schedule that never fires, and about a config with no enabled job', async () => {
+    const never = setup((probe) => [resolvedJob({ name: 'leap', schedule: '0 0 30 2 *', run: probe.run })]);
+    await never.runner.start();
+    await never.runner.stop();
+    expect(never.logger.lines.find((line) => line.msg?.includes('never fires'))).toMatchObject({
+      level: 'warn',
+      job: 'leap',
+      schedule: '0 0 30 2 *',
+    });
+    const none = setup((probe) => [resolvedJob({ run: probe.run, enabled: false })]);
+    await none.runner.start();
+    await none.runner.stop();
+    expect(
+      none.logger.lines.some((line) => line.level === 'warn' && line.msg?.includes('no enabled job')),
+    ).toBe(true);
+  });
+
   it('fires every occurrence on its instant with scheduledAt, and logs one line per fire', async () => {
     const { time, probe, logger, runner } = setup((probe) => [resolvedJob({ run: probe.run })]);
     await runner.start();

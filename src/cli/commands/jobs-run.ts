@@ -5,6 +5,7 @@ import { ledgerKeyOf } from '../../scheduler/job.ts';
 import { type FireResult, runJobNow } from '../../scheduler/runner.ts';
 import { isLockLostError } from '../../strategies/lock/errors.ts';
 import { hasJobPauses } from '../../strategies/lock/run-ledger.ts';
+import type { LeaseInfo } from '../../strategies/lock/store.ts';
 import { isTimeoutRejectedError } from '../../strategies/timeout/errors.ts';
 import { createLogger } from '../logger.ts';
 import { localTimezone } from '../output.ts';
@@ -23,7 +24,12 @@ function exitCodeOf(result: FireResult): number {
   return jobsRunExitCodes.lockHeld;
 }
 
-function describeResult(name: string, result: FireResult, connectionError: unknown): string {
+function describeResult(
+  name: string,
+  result: FireResult,
+  connectionError: unknown,
+  holder: LeaseInfo | undefined,
+): string {
   const token = result.token === undefined ? '' : `, token ${result.token}`;
   const attempts =
     result.attempts === undefined ? '' : `, ${result.attempts} attempt${result.attempts === 1 ? '' : 's'}`;
@@ -35,7 +41,7 @@ function describeResult(name: string, result: FireResult, connectionError: unkno
     default: {
       const reason =
         result.reason === 'overlap'
-          ? 'its lock is held elsewhere'
+          ? `its lock is held elsewhere${holder === undefined ? '' : `, by ${holder.owner.split('/')[0]} (token ${holder.token})`}`
           : result.reason === 'store-unavailable'
             ? `the lock store is unreachable${result.error === undefined ? '' : `: ${describeStoreError(result.error, connectionError)}`}`
             : (result.reason ?? 'unknown reason');
@@ -170,7 +176,12 @@ export async function runJob(
     return;
   }
   const code = exitCodeOf(result);
-  const line = describeResult(name, result, connection.lastError);
+  // Who holds the lock, when the store can say (the owner id starts with the holder's instance).
+  const holder =
+    result.reason === 'overlap' && job.lock !== false && typeof store.inspect === 'function'
+      ? await readStore(store, () => store.inspect!(ledgerKeyOf(job)))
+      : undefined;
+  const line = describeResult(name, result, connection.lastError, holder?.ok ? holder.value : undefined);
   stderr.write(
     `${code === 0 ? errorStyles.green(line) : code === 1 ? errorStyles.red(line) : errorStyles.yellow(line)}\n`,
   );
