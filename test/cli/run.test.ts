@@ -125,6 +125,37 @@ describe.skipIf(!redisUrl)('resil run (real process)', () => {
     );
   });
 
+  it('says a refused password once, plainly (WRONGPASS), not per fire, and never prints the password', async () => {
+    const server = await startRedisServer({ args: ['--requirepass', 'right-secret'] });
+    const url = new URL(server.url);
+    url.password = 'wrong-secret';
+    const f = fixture({
+      prefix: uniquePrefix('run-wrongpass'),
+      jobs: [{ name: 'tick', schedule: '* * * * * *', workMs: 20 }],
+    });
+    const run = startRun(f, { instance: 'one', redisUrl: url.href });
+    try {
+      const first = run.lines().length;
+      await run.waitForLine((line) => line.reason === 'store-unavailable', 10_000, 'a skipped fire', first);
+      // A few more fires, all failing for the same reason.
+      await run.waitForLine(
+        () => run.lines().filter((line) => line.reason === 'store-unavailable').length >= 3,
+        10_000,
+        'three skipped fires',
+      );
+      run.process.kill('SIGTERM');
+      expect((await run.process.exited).code).toBe(0);
+      const told = run.lines().filter((line) => String(line.msg).startsWith('the store fails:'));
+      expect(told).toHaveLength(1);
+      expect(told[0]).toMatchObject({ level: 50 });
+      expect(String(told[0]!.msg)).toContain('WRONGPASS');
+      expect(run.process.output()).not.toContain('wrong-secret');
+    } finally {
+      await run.process.stop();
+      await server.stop();
+    }
+  }, 30_000);
+
   it('stays up through a Redis outage: fires log store-unavailable, then resume after the restart', async () => {
     const server = await startRedisServer();
     const f = fixture({

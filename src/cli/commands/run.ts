@@ -76,6 +76,23 @@ Examples:
       const base = createLogger({ level });
       const runner = new JobRunner({ config, logger: base, jobs: options.job });
       const logger = base.child({ instance: config.instance });
+      // Why the store fails (WRONGPASS, an unknown database, a refused connection): said once,
+      // plainly, at start and whenever the reason changes, besides each skipped fire's line.
+      const { describeStoreError, watchStoreConnection } = await import('./store-error.ts');
+      let told: string | undefined;
+      const tell = (reason: string) => {
+        if (reason !== told) logger.error({ error: reason }, `the store fails: ${reason}`);
+        told = reason;
+      };
+      const connection = watchStoreConnection(config.store, tell);
+      runner.on((event) => {
+        if (event.type === 'skipped' && event.reason === 'store-unavailable') {
+          // The client's own error names the root cause (each fire's error would only say "not ready").
+          tell(describeStoreError(connection.lastError ?? event.error));
+        } else if (event.type !== 'skipped') {
+          told = undefined; // it answers again: the next failure is news
+        }
+      });
 
       const stopped = new Promise<void>((resolve) => {
         let received = 0;
@@ -97,6 +114,7 @@ Examples:
       });
       await runner.start();
       await stopped;
+      connection.dispose();
       logger.info('exiting');
       logger.flush();
       setExitCode(0);

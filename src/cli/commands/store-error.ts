@@ -59,7 +59,11 @@ export interface ConnectionWatch {
  * ioredis client; `PostgresLockStore#pool`, a pg pool) so that an unreachable store can be reported
  * with the reason the connection is down. A store without such a client is not watched.
  */
-export function watchStoreConnection(store: unknown): ConnectionWatch {
+export function watchStoreConnection(
+  store: unknown,
+  /** Told each connection error, described in one line (credentials removed). */
+  onConnectionError?: (description: string) => void,
+): ConnectionWatch {
   const { client, pool } = (store ?? {}) as { client?: unknown; pool?: unknown };
   const emitter = [client, pool].find(
     (candidate): candidate is NodeJS.EventEmitter =>
@@ -74,6 +78,7 @@ export function watchStoreConnection(store: unknown): ConnectionWatch {
   };
   const onError = (error: unknown) => {
     watch.lastError = error;
+    onConnectionError?.(describeStoreError(error));
   };
   emitter?.on('error', onError);
   return watch;
