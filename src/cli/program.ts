@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
 import { Command } from 'commander';
 import type { ResolvedConfig } from '../scheduler/job.ts';
+import { registerInstancesCommand } from './commands/instances.ts';
 import { registerJobsCommands } from './commands/jobs.ts';
 import { registerLockCommands } from './commands/lock.ts';
 import { registerRunCommand } from './commands/run.ts';
@@ -65,6 +66,7 @@ Examples:
   $ resil jobs list                    show each job's schedule and next run
   $ resil jobs run nightly-report      run one job now and exit
   $ resil lock status nightly-report   show who holds a lock
+  $ resil instances                    list the fleet's live instances and their clock offsets
   $ resil --config ops/resil.config.ts jobs list --json`,
     );
 
@@ -73,6 +75,7 @@ Examples:
   // One-shot commands.
   registerJobsCommands(program, helpers);
   registerLockCommands(program, helpers);
+  registerInstancesCommand(program, helpers);
 
   for (const command of program.commands) inheritSettings(command, program);
   return program;

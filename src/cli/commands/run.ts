@@ -1,5 +1,7 @@
+import { hostname } from 'node:os';
 import type { Command } from 'commander';
 import type { ResolvedConfig } from '../../scheduler/job.ts';
+import { hasInstanceRegistry, type InstanceRegistry } from '../../strategies/lock/run-ledger.ts';
 import { resolveLogLevel } from '../usage-error.ts';
 
 /** What `resil run` needs from the program around it (a subset of the program's `CommandHelpers`). */
@@ -12,6 +14,11 @@ export interface RunCommandHelpers {
 }
 
 const signalNumbers: Record<string, number> = { SIGINT: 2, SIGTERM: 15 };
+
+/** How often a running instance renews its entry in the store's instance registry. */
+const instanceHeartbeatMs = 5_000;
+/** How long an entry outlives its last heartbeat: an instance disappears after missing about 3. */
+const instanceTtlMs = 15_000;
 
 /**
  * Adds `resil run [--job <name>...]`: schedules the jobs and runs until SIGINT/SIGTERM, then stops
@@ -46,6 +53,10 @@ the same on every instance. The fire asks the store's run ledger what to do with
                 if the ledger has seen the job but not that occurrence
   outage        store unreachable: the fire is skipped (store-unavailable); the runner stays up
 
+Instances: once started, the instance registers in the store (name, host, pid, version, jobs,
+its clock's offset to the store's) and renews that every 5 s; \`resil instances\` lists it until
+it stops cleanly, or 15 s after its last heartbeat.
+
 Logs: one JSON line per fire on stdout (pretty on a terminal) with job, scheduledAt, outcome,
 reason, token, attempt and durationMs.
 
@@ -62,7 +73,7 @@ Examples:
   $ resil run --job nightly-report --job heartbeat
   $ LOG_LEVEL=debug resil --config ops/resil.config.ts run`,
     )
-    .action(async (options: { job?: string[]; logLevel?: string }) => {
+    .action(async (options: { job?: string[]; logLevel?: string }, command: Command) => {
       const setExitCode = helpers.setExitCode ?? ((code: number) => (process.exitCode = code));
       // Checked before the config loads: a typo should not wait for the store to connect.
       const level = resolveLogLevel(options.logLevel);
@@ -113,10 +124,73 @@ Examples:
         process.on('SIGTERM', onSignal);
       });
       await runner.start();
+      const heartbeat = hasInstanceRegistry(config.store)
+        ? startInstanceHeartbeat(config.store, {
+            instance: config.instance,
+            version: command.parent?.version() ?? 'unknown',
+            jobs: runner.jobs.length,
+            startedAt: Math.round(runner.clock.now()),
+            clockOffsetMs: () => runner.clock.offset?.offsetMs ?? 0,
+            onError: (error) => logger.debug({ err: error }, 'instance registry: heartbeat failed'),
+          })
+        : undefined;
       await stopped;
+      await heartbeat?.stop();
       connection.dispose();
       logger.info('exiting');
       logger.flush();
       setExitCode(0);
     });
+}
+
+/**
+ * Registers the instance in the store's registry now and every {@link instanceHeartbeatMs}; `stop()`
+ * clears the timer and removes the entry. A failing registry is reported to `onError` only: it never
+ * stops or delays the runner, and a heartbeat still in flight is not sent again.
+ */
+function startInstanceHeartbeat(
+  store: InstanceRegistry,
+  options: {
+    instance: string;
+    version: string;
+    jobs: number;
+    startedAt: number;
+    /** Store clock minus this instance's clock, ms: read at each heartbeat, as the runner re-learns it. */
+    clockOffsetMs: () => number;
+    onError: (error: unknown) => void;
+  },
+): { stop(): Promise<void> } {
+  const { instance, version, jobs, startedAt, onError } = options;
+  let inFlight: Promise<void> | undefined;
+  const beat = () => {
+    if (inFlight !== undefined) return;
+    const info = {
+      instance,
+      host: hostname(),
+      pid: process.pid,
+      version,
+      startedAt,
+      jobs,
+      clockOffsetMs: Math.round(options.clockOffsetMs()),
+    };
+    // Through then(): a custom store that throws instead of rejecting must not crash the runner either.
+    inFlight = Promise.resolve()
+      .then(() => store.registerInstance(info, { ttlMs: instanceTtlMs }))
+      .catch(onError)
+      .finally(() => {
+        inFlight = undefined;
+      });
+  };
+  beat();
+  // Not unref'd: the runner keeps the process alive anyway, and stop() clears it.
+  const timer = setInterval(beat, instanceHeartbeatMs);
+  return {
+    async stop() {
+      clearInterval(timer);
+      await inFlight;
+      await Promise.resolve()
+        .then(() => store.removeInstance(instance))
+        .catch(onError);
+    },
+  };
 }

@@ -10,6 +10,8 @@ export interface PostgresTables {
   readonly fences: string;
   /** Paused jobs: one row per `(key, job)` while it is paused. */
   readonly pauses: string;
+  /** The fleet's instances (`registerInstance`): one row per instance, live until its `expires_at`. */
+  readonly instances: string;
   /** Unqualified: an index is created in its table's schema. */
   readonly queueIndex: string;
   /** The run ledger's functions: each operation is one call of one of them. */
@@ -55,6 +57,7 @@ export function resolveTables(options: PostgresTableOptions = {}): PostgresTable
     occurrences: qualify(`${table}_occurrences`),
     fences: qualify(`${table}_fences`),
     pauses: qualify(`${table}_pauses`),
+    instances: qualify(`${table}_instances`),
     queueIndex: quoteIdentifier(`${table}_queue_idx`),
     claim: qualify(`${table}_claim`),
     renew: qualify(`${table}_renew`),
@@ -487,6 +490,17 @@ function createStatements(tables: PostgresTables): string[] {
   resource text PRIMARY KEY,
   token bigint NOT NULL,
   fenced_at timestamptz NOT NULL DEFAULT now()
+)`,
+    `CREATE TABLE IF NOT EXISTS ${tables.instances} (
+  instance text PRIMARY KEY,
+  host text NOT NULL,
+  pid integer NOT NULL,
+  version text NOT NULL,
+  started_at timestamptz NOT NULL,
+  jobs integer NOT NULL,
+  clock_offset_ms float8 NOT NULL,
+  last_seen_at timestamptz NOT NULL,
+  expires_at timestamptz NOT NULL
 )`,
   ];
 }

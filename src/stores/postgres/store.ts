@@ -5,12 +5,16 @@ import { StaleTokenError } from '../../strategies/lock/errors.ts';
 import {
   type ClaimRequest,
   type ClaimResult,
+  checkInstanceInfo,
+  type InstanceInfo,
+  type InstanceRegistry,
   type JobPause,
   type LedgerSkipReason,
   ledgerRecordLimit,
   type OccurrenceLease,
   type OverlapPolicy,
   overlapPolicies,
+  type RegisteredInstance,
   type RunLedger,
   type RunRecord,
   type RunResult,
@@ -80,6 +84,22 @@ ON CONFLICT (key, job) DO UPDATE
     resumeJob: `DELETE FROM ${t.pauses} WHERE key = $1::text AND job = $2::text`,
     pauseOf: `SELECT floor(extract(epoch FROM paused_at) * 1000)::float8 AS paused_at, paused_by, reason
 FROM ${t.pauses} WHERE key = $1::text AND job = $2::text`,
+    // A heartbeat also drops the rows of instances that expired, so the table stays the fleet's size.
+    registerInstance: `WITH expired AS (
+  DELETE FROM ${t.instances} WHERE expires_at <= now() AND instance <> $1::text
+)
+INSERT INTO ${t.instances}
+  (instance, host, pid, version, started_at, jobs, clock_offset_ms, last_seen_at, expires_at)
+VALUES ($1::text, $2::text, $3::int, $4::text, to_timestamp($5::float8 / 1000), $6::int, $7::float8, now(),
+  now() + ${msInterval('$8')})
+ON CONFLICT (instance) DO UPDATE
+  SET host = EXCLUDED.host, pid = EXCLUDED.pid, version = EXCLUDED.version, started_at = EXCLUDED.started_at,
+    jobs = EXCLUDED.jobs, clock_offset_ms = EXCLUDED.clock_offset_ms, last_seen_at = EXCLUDED.last_seen_at,
+    expires_at = EXCLUDED.expires_at`,
+    removeInstance: `DELETE FROM ${t.instances} WHERE instance = $1::text`,
+    listInstances: `SELECT instance, host, pid, version, round(extract(epoch FROM started_at) * 1000)::float8 AS started_at,
+  jobs, clock_offset_ms, floor(extract(epoch FROM last_seen_at) * 1000)::float8 AS last_seen_at
+FROM ${t.instances} WHERE expires_at > now() ORDER BY instance`,
   };
 }
 
@@ -154,7 +174,7 @@ function checkCount(option: string, value: number, min: number): number {
  * const store = new PostgresLockStore(pool, { schema: 'ops' });
  * const pipeline = new ResiliencePipelineBuilder().addLock({ key: () => 'nightly-report', store }).build();
  */
-export class PostgresLockStore implements LockStore, RunLedger {
+export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry {
   readonly #pool: Pool;
 
   /** The pool the store was given. The store never ends it; its owner does. */
@@ -407,6 +427,52 @@ export class PostgresLockStore implements LockStore, RunLedger {
       by: row.paused_by,
       ...(row.reason === null ? {} : { reason: row.reason }),
     };
+  }
+
+  /** Registers the instance, seen at the database's clock, until `ttlMs` after it (see `InstanceRegistry`). */
+  async registerInstance(info: InstanceInfo, options: { ttlMs: number }): Promise<void> {
+    const { instance, host, pid, version, startedAt, jobs, clockOffsetMs } = checkInstanceInfo(
+      info,
+      options?.ttlMs,
+    );
+    await this.#query('registerInstance', this.#sql.registerInstance, [
+      instance,
+      host,
+      pid,
+      version,
+      startedAt,
+      jobs,
+      clockOffsetMs,
+      options.ttlMs,
+    ]);
+  }
+
+  async removeInstance(instance: string): Promise<void> {
+    await this.#query('removeInstance', this.#sql.removeInstance, [checkString('instance', instance)]);
+  }
+
+  /** The instances whose last heartbeat is within their ttl by the database's clock, by name. */
+  async listInstances(): Promise<RegisteredInstance[]> {
+    const result = await this.#query<{
+      instance: string;
+      host: string;
+      pid: number;
+      version: string;
+      started_at: number;
+      jobs: number;
+      clock_offset_ms: number;
+      last_seen_at: number;
+    }>('listInstances', this.#sql.listInstances, []);
+    return result.rows.map((row) => ({
+      instance: row.instance,
+      host: row.host,
+      pid: Number(row.pid),
+      version: row.version,
+      startedAt: Number(row.started_at),
+      jobs: Number(row.jobs),
+      clockOffsetMs: Number(row.clock_offset_ms),
+      lastSeenAt: Number(row.last_seen_at),
+    }));
   }
 
   /**

@@ -13,6 +13,8 @@
  * | `<prefix>{<key>}:queue:<job>` | sorted set | queued (buffered) occurrences, scored by `scheduledAt`; their deadline is in the record |
  * | `<prefix>{<key>}:succeeded:<job>` | sorted set | occurrences whose record says `success`, scored by `scheduledAt` (`lastCompleted`) |
  * | `<prefix>{<key>}:paused:<job>` | hash | `pausedAt`, `by`, `reason`: the job's pause, while it is paused (`pauseJob`); read by every claim |
+ * | `<prefix>{instances}:registry` | hash | instance name -> `<lastSeenAt> <info JSON>`: what each `resil run` registered (`registerInstance`) |
+ * | `<prefix>{instances}:registry-expiry` | sorted set | instance names, scored by when they expire (server clock, ms): `listInstances` reads the live ones |
  * | `<prefix>{<resource>}:fence` | string | highest fencing token written to the resource |
  * | `<prefix>{<resource>}:value:<name>` | string | a fenced value |
  *
@@ -65,6 +67,11 @@ export class RedisKeys {
       this.queue(key, job),
       this.succeeded(key, job),
     ];
+  }
+
+  /** The KEYS of the instance registry's scripts: the registry hash, then its expiries. */
+  instances(): string[] {
+    return [`${this.prefix}{instances}:registry`, `${this.prefix}{instances}:registry-expiry`];
   }
 
   fence(resource: string): string {

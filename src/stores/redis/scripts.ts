@@ -374,6 +374,42 @@ if not pause[1] then return false end
 return pause
 `;
 
+/**
+ * KEYS: registry, expiries. ARGV: instance, info (JSON), ttl ms. Stores `<now> <info>` and the
+ * instance's expiry (now + ttl, server `TIME`), and drops the entries of instances already expired.
+ */
+const registerInstanceScript = `
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now)
+if #expired > 0 then
+  redis.call('HDEL', KEYS[1], unpack(expired))
+  redis.call('ZREM', KEYS[2], unpack(expired))
+end
+redis.call('HSET', KEYS[1], ARGV[1], string.format('%d', now) .. ' ' .. ARGV[2])
+redis.call('ZADD', KEYS[2], now + tonumber(ARGV[3]), ARGV[1])
+return 1
+`;
+
+/** KEYS: registry, expiries. ARGV: instance. */
+const removeInstanceScript = `
+redis.call('HDEL', KEYS[1], ARGV[1])
+return redis.call('ZREM', KEYS[2], ARGV[1])
+`;
+
+/** KEYS: registry, expiries. Returns `<lastSeenAt> <info>` of each live instance (expiry after `TIME`). */
+const listInstancesScript = `
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local live = redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. now, '+inf')
+if #live == 0 then return {} end
+local entries = {}
+for _, entry in ipairs(redis.call('HMGET', KEYS[1], unpack(live))) do
+  if entry then table.insert(entries, entry) end
+end
+return entries
+`;
+
 /** KEYS: succeeded. Returns the latest occurrence that succeeded, or nil. */
 const lastCompletedScript = `
 return redis.call('ZREVRANGE', KEYS[1], 0, 0)[1] or false
@@ -419,6 +455,9 @@ export const storeScripts = {
   pauseJob: new StoreScript(pauseJobScript, 1),
   resumeJob: new StoreScript(resumeJobScript, 1),
   pauseOf: new StoreScript(pauseOfScript, 1),
+  registerInstance: new StoreScript(registerInstanceScript, 2),
+  removeInstance: new StoreScript(removeInstanceScript, 2),
+  listInstances: new StoreScript(listInstancesScript, 2),
   fencedSet: new StoreScript(fencedSetScript, 2),
 } as const;
 

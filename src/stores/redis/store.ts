@@ -5,12 +5,16 @@ import { StaleTokenError, StoreUnavailableError } from '../../strategies/lock/er
 import {
   type ClaimRequest,
   type ClaimResult,
+  checkInstanceInfo,
+  type InstanceInfo,
+  type InstanceRegistry,
   type JobPause,
   type LedgerSkipReason,
   ledgerRecordLimit,
   type OccurrenceLease,
   type OverlapPolicy,
   overlapPolicies,
+  type RegisteredInstance,
   type RunLedger,
   type RunRecord,
   type RunResult,
@@ -59,7 +63,7 @@ type PipelineReplies = Array<[Error | null, unknown]> | null;
  * const store = new RedisLockStore(new Redis(process.env.REDIS_URL), { prefix: 'billing:' });
  * const pipeline = new ResiliencePipelineBuilder().addLock({ key: () => 'nightly-report', store }).build();
  */
-export class RedisLockStore implements LockStore, RunLedger {
+export class RedisLockStore implements LockStore, RunLedger, InstanceRegistry {
   /** The client the store sends through (the one you passed). */
   readonly client: Redis | Cluster;
   /** The key prefix in use. */
@@ -351,6 +355,42 @@ export class RedisLockStore implements LockStore, RunLedger {
     if (reply === null) return undefined;
     const [pausedAt, by, reason] = reply;
     return { pausedAt: Number(pausedAt), by, ...(reason === null ? {} : { reason }) };
+  }
+
+  /**
+   * Registers the instance, seen at the server's clock, until `ttlMs` after it (one script, under
+   * the `{instances}` hash tag); drops instances already expired.
+   */
+  async registerInstance(info: InstanceInfo, options: { ttlMs: number }): Promise<void> {
+    const fields = checkInstanceInfo(info, options?.ttlMs);
+    await this.#writeScript('registerInstance', fields.instance, storeScripts.registerInstance, [
+      ...this.#keys.instances(),
+      fields.instance,
+      JSON.stringify(fields),
+      pxTtl(options.ttlMs),
+    ]);
+  }
+
+  async removeInstance(instance: string): Promise<void> {
+    checkJob(instance, 'instance');
+    await this.#writeScript('removeInstance', instance, storeScripts.removeInstance, [
+      ...this.#keys.instances(),
+      instance,
+    ]);
+  }
+
+  /** The instances whose last heartbeat is within their ttl by the server's clock, by name. */
+  async listInstances(): Promise<RegisteredInstance[]> {
+    const entries = (await this.#script('listInstances', '', storeScripts.listInstances, [
+      ...this.#keys.instances(),
+    ])) as string[];
+    return entries
+      .map((entry) => {
+        const space = entry.indexOf(' ');
+        const info = JSON.parse(entry.slice(space + 1)) as InstanceInfo;
+        return { ...info, lastSeenAt: Number(entry.slice(0, space)) };
+      })
+      .sort((a, b) => (a.instance < b.instance ? -1 : a.instance > b.instance ? 1 : 0));
   }
 
   /** KEYS and the ARGV every ledger script starts with, for a granted lease. */

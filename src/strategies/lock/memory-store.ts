@@ -3,11 +3,15 @@ import { MemoryLeaseStore, type MemoryLeaseStoreOptions } from './memory-lease-s
 import {
   type ClaimRequest,
   type ClaimResult,
+  checkInstanceInfo,
+  type InstanceInfo,
+  type InstanceRegistry,
   type JobPause,
   type LedgerSkipReason,
   ledgerDefaultRetentionMs,
   ledgerRecordLimit,
   type OccurrenceLease,
+  type RegisteredInstance,
   type RunLedger,
   type RunRecord,
   type RunResult,
@@ -58,9 +62,11 @@ function ledgerId(key: string, job: string): string {
  * const store = new MemoryLockStore();
  * const pipeline = new ResiliencePipelineBuilder().addLock({ key: () => 'rebuild-cache', store }).build();
  */
-export class MemoryLockStore extends MemoryLeaseStore implements RunLedger {
+export class MemoryLockStore extends MemoryLeaseStore implements RunLedger, InstanceRegistry {
   readonly #jobs = new Map<string, JobLedger>();
   readonly #pauses = new Map<string, JobPause>();
+  /** Registered instances and when each expires (store clock). */
+  readonly #instances = new Map<string, { info: RegisteredInstance; expiresAt: number }>();
 
   async claimOccurrence(request: ClaimRequest): Promise<ClaimResult> {
     const now = this.time.now();
@@ -219,6 +225,29 @@ export class MemoryLockStore extends MemoryLeaseStore implements RunLedger {
   async pauseOf(job: string, options: { key: string }): Promise<JobPause | undefined> {
     const pause = this.#pauses.get(ledgerId(options.key, job));
     return pause === undefined ? undefined : { ...pause };
+  }
+
+  async registerInstance(info: InstanceInfo, options: { ttlMs: number }): Promise<void> {
+    const now = this.time.now();
+    const fields = checkInstanceInfo(info, options?.ttlMs);
+    this.#instances.set(fields.instance, {
+      info: { ...fields, lastSeenAt: now },
+      expiresAt: now + options.ttlMs,
+    });
+  }
+
+  async removeInstance(instance: string): Promise<void> {
+    this.#instances.delete(instance);
+  }
+
+  async listInstances(): Promise<RegisteredInstance[]> {
+    const now = this.time.now();
+    const live: RegisteredInstance[] = [];
+    for (const [name, { info, expiresAt }] of this.#instances) {
+      if (expiresAt > now) live.push({ ...info });
+      else this.#instances.delete(name);
+    }
+    return live.sort((a, b) => (a.instance < b.instance ? -1 : a.instance > b.instance ? 1 : 0));
   }
 
   #ledger(key: string, job: string): JobLedger {

@@ -1,3 +1,5 @@
+import { InvalidOptionError } from '../../pipeline/errors.ts';
+
 /**
  * Temporal's overlap policies: what a fire does while an earlier occurrence of the job runs.
  *
@@ -236,3 +238,97 @@ export function hasJobPauses<S extends object>(store: S): store is S & PausableR
 /** How many records a job keeps at most, whatever the retention: about 2.8 h of an every-second job. */
 export const ledgerRecordLimit = 10_000;
 export const ledgerDefaultRetentionMs = 7 * 86_400_000;
+
+/** What a running instance (`resil run`) says about itself in {@link InstanceRegistry.registerInstance}. */
+export interface InstanceInfo {
+  /** Its name in the ledger and logs (the config's `instance`, `hostname:pid` by default). */
+  readonly instance: string;
+  readonly host: string;
+  readonly pid: number;
+  /** The resil version it runs. */
+  readonly version: string;
+  /** When it started, epoch ms, on the store's clock as the instance estimates it (its clock + `clockOffsetMs`). */
+  readonly startedAt: number;
+  /** How many jobs it schedules. */
+  readonly jobs: number;
+  /**
+   * The store's clock minus this instance's clock, in ms, as it learnt it: positive when its clock
+   * is behind the store's (an instance 2 s ahead reports about -2000). 0 when not known yet.
+   */
+  readonly clockOffsetMs: number;
+}
+
+/** A live instance as the store lists it: what it registered, and its last heartbeat. */
+export interface RegisteredInstance extends InstanceInfo {
+  /** Its last registration (heartbeat), store clock, epoch ms. */
+  readonly lastSeenAt: number;
+}
+
+/**
+ * The fleet's instances, kept in the store: each `resil run` registers as soon as it has started,
+ * registers again as a heartbeat, and is listed until `ttlMs` (store clock) after its last
+ * heartbeat, or until it removes itself. `resil instances` lists them.
+ *
+ * Optional, like the pause methods: a store without them still is one (`resil instances` then says
+ * it cannot list the fleet). The stores that ship implement them, and
+ * `describeInstanceRegistryConformance` in `resil/testing` checks them. See {@link hasInstanceRegistry}.
+ *
+ * @example
+ * await store.registerInstance({ instance: 'worker-1', host: 'host-1', pid: 4242, version: '1.0.0',
+ *   startedAt: Date.now(), jobs: 3, clockOffsetMs: 0 }, { ttlMs: 15_000 });
+ * const live = await store.listInstances();
+ */
+export interface InstanceRegistry {
+  /** Registers `info` (replacing what the instance registered before), seen now by the store's clock. */
+  registerInstance(info: InstanceInfo, options: { ttlMs: number }): Promise<void>;
+  /** Removes the instance; one that is not registered stays as it is. */
+  removeInstance(instance: string): Promise<void>;
+  /** The live instances (heartbeat within their ttl, by the store's clock), by instance name. */
+  listInstances(): Promise<RegisteredInstance[]>;
+}
+
+/** True when `store` implements {@link InstanceRegistry}. */
+export function hasInstanceRegistry<S extends object>(store: S): store is S & InstanceRegistry {
+  const candidate = store as Partial<InstanceRegistry>;
+  return (
+    typeof candidate.registerInstance === 'function' &&
+    typeof candidate.removeInstance === 'function' &&
+    typeof candidate.listInstances === 'function'
+  );
+}
+
+/**
+ * Throws `InvalidOptionError` unless `info` is a complete {@link InstanceInfo} and `ttlMs` a
+ * positive number of ms; returns the info's fields alone (what a store keeps).
+ */
+export function checkInstanceInfo(info: InstanceInfo, ttlMs: number): InstanceInfo {
+  if (info === null || typeof info !== 'object')
+    throw new InvalidOptionError('info', info, 'an InstanceInfo');
+  const { instance, host, pid, version, startedAt, jobs, clockOffsetMs } = info;
+  for (const [name, value] of [
+    ['info.instance', instance],
+    ['info.host', host],
+    ['info.version', version],
+  ] as const) {
+    if (typeof value !== 'string' || (name === 'info.instance' && value.length === 0)) {
+      throw new InvalidOptionError(name, value, name === 'info.instance' ? 'a non-empty string' : 'a string');
+    }
+  }
+  for (const [name, value] of [
+    ['info.pid', pid],
+    ['info.jobs', jobs],
+  ] as const) {
+    if (!Number.isSafeInteger(value) || value < 0)
+      throw new InvalidOptionError(name, value, 'an integer >= 0');
+  }
+  for (const [name, value] of [
+    ['info.startedAt', startedAt],
+    ['info.clockOffsetMs', clockOffsetMs],
+  ] as const) {
+    if (typeof value !== 'number' || !Number.isFinite(value))
+      throw new InvalidOptionError(name, value, 'a number');
+  }
+  if (!(ttlMs > 0) || !Number.isFinite(ttlMs))
+    throw new InvalidOptionError('ttlMs', ttlMs, 'a number of ms > 0');
+  return { instance, host, pid, version, startedAt, jobs, clockOffsetMs };
+}

@@ -10,7 +10,11 @@ import {
   postgresLockStoreDefaults,
   postgresLockStoreSql,
 } from 'resil/postgres';
-import { describeLockStoreConformance, describeRunLedgerConformance } from 'resil/testing';
+import {
+  describeInstanceRegistryConformance,
+  describeLockStoreConformance,
+  describeRunLedgerConformance,
+} from 'resil/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { databaseUrlForTests, uniqueSchemaName } from '../../support/postgres.ts';
 import { freePort, waitUntil } from '../../support/processes.ts';
@@ -61,6 +65,7 @@ describe.skipIf(!databaseUrl)('PostgresLockStore', () => {
   // One store per test, all on the same tables: the suites put their namespace in every key.
   describeLockStoreConformance('PostgresLockStore', () => new PostgresLockStore(pool, { schema }));
   describeRunLedgerConformance('PostgresLockStore', () => new PostgresLockStore(pool, { schema }));
+  describeInstanceRegistryConformance('PostgresLockStore', () => new PostgresLockStore(pool, { schema }));
 
   it('pins its defaults', () => {
     expect(postgresLockStoreDefaults).toEqual({
@@ -97,6 +102,7 @@ describe.skipIf(!databaseUrl)('PostgresLockStore', () => {
         expect(tables.rows.map((row) => row.table_name)).toEqual([
           'Locks',
           'Locks_fences',
+          'Locks_instances',
           'Locks_occurrences',
           'Locks_pauses',
         ]);

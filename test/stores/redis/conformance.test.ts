@@ -1,6 +1,10 @@
 import { Cluster, Redis } from 'ioredis';
 import { RedisLockStore } from 'resil/redis';
-import { describeLockStoreConformance, describeRunLedgerConformance } from 'resil/testing';
+import {
+  describeInstanceRegistryConformance,
+  describeLockStoreConformance,
+  describeRunLedgerConformance,
+} from 'resil/testing';
 import { afterAll, beforeAll, describe } from 'vitest';
 import {
   deleteKeys,
@@ -27,6 +31,7 @@ describe.skipIf(!redisUrl)('RedisLockStore on a standalone Redis', () => {
 
   describeLockStoreConformance('RedisLockStore', store);
   describeRunLedgerConformance('RedisLockStore', store);
+  describeInstanceRegistryConformance('RedisLockStore', store);
 });
 
 describe.skipIf(privateRedisUnavailableReason())('RedisLockStore on a 3-master Redis Cluster', () => {
@@ -44,4 +49,5 @@ describe.skipIf(privateRedisUnavailableReason())('RedisLockStore on a 3-master R
 
   describeLockStoreConformance('RedisLockStore (Cluster)', store);
   describeRunLedgerConformance('RedisLockStore (Cluster)', store);
+  describeInstanceRegistryConformance('RedisLockStore (Cluster)', store);
 });
