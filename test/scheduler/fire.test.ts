@@ -1,37 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { logSchedulerEvents } from '../../src/scheduler/event-log.ts';
-import { type FireEnvironment, JobFirer } from '../../src/scheduler/fire.ts';
 import type { ResolvedJob } from '../../src/scheduler/job.ts';
-import { StoreClock } from '../../src/scheduler/store-clock.ts';
 import { isStaleTokenError } from '../../src/strategies/lock/errors.ts';
 import { isTimeoutRejectedError } from '../../src/strategies/timeout/errors.ts';
 import { FakeTimeProvider } from '../../src/testing/fake-time-provider.ts';
-import { ControlledStore, JobProbe, RecordingLogger, resolvedJob } from './fixtures.ts';
+import { ControlledStore, instanceOf, JobProbe, resolvedJob } from './fixtures.ts';
 
 const at = (iso: string) => Date.parse(iso);
 const start = at('2026-01-01T02:00:00.000Z');
 
-/** One instance: its clock (shared with the store), its view of the store's clock, its firer. */
-async function instance(
-  store: ControlledStore,
-  job: ResolvedJob,
-  { name = 'a', logger = new RecordingLogger() }: { name?: string; logger?: RecordingLogger } = {},
-) {
-  const time = store.time as FakeTimeProvider;
-  const clock = new StoreClock(store, time);
-  await clock.sync();
-  const environment: FireEnvironment = {
-    store,
-    ledger: store,
-    clock,
-    time,
-    instance: name,
-    ledgerRetentionMs: 86_400_000,
-    logger,
-    emit: logSchedulerEvents(logger),
-  };
-  return { firer: new JobFirer(job, environment), logger, clock };
-}
+const instance = instanceOf;
 
 function setup(
   job: (probe: JobProbe, store: ControlledStore) => ResolvedJob,

@@ -4,8 +4,11 @@
  */
 
 import type { TimeProvider, TimerHandle } from '../../src/pipeline/time.ts';
-import type { SchedulerLogger } from '../../src/scheduler/fire.ts';
+import { logSchedulerEvents } from '../../src/scheduler/event-log.ts';
+import type { SchedulerEvent } from '../../src/scheduler/events.ts';
+import { type FireEnvironment, JobFirer, type SchedulerLogger } from '../../src/scheduler/fire.ts';
 import type { JobContext, ResolvedConfig, ResolvedJob } from '../../src/scheduler/job.ts';
+import { StoreClock } from '../../src/scheduler/store-clock.ts';
 import { StoreUnavailableError } from '../../src/strategies/lock/errors.ts';
 import { MemoryLockStore } from '../../src/strategies/lock/memory-store.ts';
 import type {
@@ -241,4 +244,32 @@ export class RecordingTimeProvider extends FakeTimeProvider {
     this.delays.push(ms);
     return super.setTimeout(callback, ms > this.earlyByMs ? ms - this.earlyByMs : ms);
   }
+}
+
+/**
+ * One instance of a fleet on `store`: its view of the store's clock (synced), and a firer for `job`
+ * whose events go to `emit` (by default, log lines on `logger`).
+ */
+export async function instanceOf(
+  store: ControlledStore,
+  job: ResolvedJob,
+  {
+    name = 'a',
+    logger = new RecordingLogger(),
+    emit,
+  }: { name?: string; logger?: RecordingLogger; emit?: (event: SchedulerEvent) => void } = {},
+) {
+  const clock = new StoreClock(store, store.time);
+  await clock.sync();
+  const environment: FireEnvironment = {
+    store,
+    ledger: store,
+    clock,
+    time: store.time,
+    instance: name,
+    ledgerRetentionMs: 86_400_000,
+    logger,
+    emit: emit ?? logSchedulerEvents(logger),
+  };
+  return { firer: new JobFirer(job, environment), logger, clock };
 }

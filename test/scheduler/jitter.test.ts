@@ -3,33 +3,14 @@
  * instance, before they claim; the occurrence and its starting deadline stay those of the instant.
  */
 import { describe, expect, it } from 'vitest';
-import { logSchedulerEvents } from '../../src/scheduler/event-log.ts';
-import { type FireEnvironment, JobFirer } from '../../src/scheduler/fire.ts';
 import type { ResolvedJob } from '../../src/scheduler/job.ts';
 import { jitterOf } from '../../src/scheduler/occurrence.ts';
-import { StoreClock } from '../../src/scheduler/store-clock.ts';
 import { FakeTimeProvider } from '../../src/testing/fake-time-provider.ts';
-import { ControlledStore, JobProbe, RecordingLogger, resolvedJob } from './fixtures.ts';
+import { ControlledStore, instanceOf, JobProbe, resolvedJob } from './fixtures.ts';
 
 const start = Date.parse('2026-01-01T02:00:00.000Z');
 
-async function instance(store: ControlledStore, job: ResolvedJob, name = 'a') {
-  const time = store.time as FakeTimeProvider;
-  const clock = new StoreClock(store, time);
-  await clock.sync();
-  const logger = new RecordingLogger();
-  const environment: FireEnvironment = {
-    store,
-    ledger: store,
-    clock,
-    time,
-    instance: name,
-    ledgerRetentionMs: 86_400_000,
-    logger,
-    emit: logSchedulerEvents(logger),
-  };
-  return { firer: new JobFirer(job, environment), logger };
-}
+const instance = (store: ControlledStore, job: ResolvedJob, name = 'a') => instanceOf(store, job, { name });
 
 function setup(overrides: Partial<ResolvedJob> = {}) {
   const time = new FakeTimeProvider(start);
