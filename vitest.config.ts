@@ -11,6 +11,7 @@ export default defineConfig({
       { find: /^resil\/redis$/, replacement: src('stores/redis/index.ts') },
       { find: /^resil\/postgres$/, replacement: src('stores/postgres/index.ts') },
       { find: /^resil\/scheduler$/, replacement: src('scheduler/index.ts') },
+      { find: /^resil\/opentelemetry$/, replacement: src('opentelemetry/index.ts') },
     ],
   },
   test: {

@@ -22,6 +22,8 @@ export const layers: ReadonlyArray<{ name: string; paths: readonly string[] }> =
   // The public surface re-exports the job model (defineConfig) and the library.
   { name: 'entry points', paths: ['src/index.ts'] },
   { name: 'config', paths: ['src/config/'] },
+  // Integrations with other libraries (resil/opentelemetry): built on the scheduler's events and the pipeline's telemetry.
+  { name: 'integrations', paths: ['src/opentelemetry/'] },
   { name: 'scheduler', paths: ['src/scheduler/'] },
   { name: 'library', paths: ['src/pipeline/', 'src/strategies/', 'src/stores/', 'src/testing/'] },
 ];
