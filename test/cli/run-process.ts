@@ -12,7 +12,7 @@ import { type SpawnedProcess, spawnProcess } from '../support/processes.ts';
 
 export const repoRoot = resolve(fileURLToPath(new URL('../..', import.meta.url)));
 const binary = join(repoRoot, 'bin/resil.js');
-const libfaketime = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
+export const libfaketime = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
 
 let built = false;
 
