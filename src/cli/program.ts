@@ -57,14 +57,22 @@ export function createProgram(helpers: CommandHelpers): Command {
 Config: resil.config.ts / .js / .mjs, .resilrc, .resilrc.json, .resilrc.yaml or package.json#resil,
 found from the working directory up to the project root, or given with --config.
 
-Exit codes: 0 success (and help: \`resil\`, \`resil jobs\` or \`resil lock\` alone print their help);
-1 failure; 2 usage error (unknown command, option or job, bad --log-level) or bad config;
-others per command (see resil <command> --help).
+Exit codes (each command's --help says which it uses):
+  0    success (and help: \`resil\`, \`resil jobs\` or \`resil lock\` alone print their help)
+  1    failure: the job failed (jobs run), the store is unreachable, or a command that needs
+       a shared store (jobs pause/resume, instances) is given the in-memory one
+  2    usage error (unknown command, option or job, a bad value such as --limit or
+       --log-level) or bad config
+  3    jobs run: skipped, because its lock is held elsewhere or it is paused (without --force)
+  130  interrupted by SIGINT (143 SIGTERM): jobs run, or resil run after a second signal
 
 Examples:
   $ resil run                          run every enabled job until Ctrl-C
   $ resil jobs list                    show each job's schedule and next run
   $ resil jobs run nightly-report      run one job now and exit
+  $ resil jobs history nightly-report  show its last runs, newest first
+  $ resil jobs next nightly-report     show its next fire times in its timezone
+  $ resil jobs pause nightly-report --reason "db migration"   skip it fleet-wide until resumed
   $ resil lock status nightly-report   show who holds a lock
   $ resil instances                    list the fleet's live instances and their clock offsets
   $ resil --config ops/resil.config.ts jobs list --json`,

@@ -93,6 +93,34 @@ describe('--help and --version', () => {
     for (const text of expected) expect(result.stdout).toContain(text);
   });
 
+  it('every command has --help with exit codes and examples, and --json where it prints data; resil --help lists every exit code', async () => {
+    /** The commands a group's help lists (first word of each line under "Commands:"), without help. */
+    const commandsOf = (help: string) =>
+      [...(help.split('Commands:\n')[1]?.split('\n\n')[0] ?? '').matchAll(/^ {2}(\S+)/gm)]
+        .map((match) => match[1]!)
+        .filter((name) => name !== 'help');
+    const top = (await runCli(['--help'])).stdout;
+    for (const code of ['  0 ', '  1 ', '  2 ', '  3 ', '  130 ']) expect(top).toContain(code);
+    const printsData = new Set(['jobs list', 'jobs history', 'jobs next', 'lock status', 'instances']);
+    const leaves: string[] = [];
+    for (const name of commandsOf(top)) {
+      const help = (await runCli([name, '--help'])).stdout;
+      const subcommands = commandsOf(help);
+      if (subcommands.length === 0) leaves.push(name);
+      else leaves.push(...subcommands.map((sub) => `${name} ${sub}`));
+    }
+    expect(leaves).toEqual(
+      expect.arrayContaining([...printsData, 'run', 'jobs run', 'jobs pause', 'jobs resume']),
+    );
+    for (const leaf of leaves) {
+      const result = await runCli([...leaf.split(' '), '--help']);
+      expect(result.code, leaf).toBe(0);
+      expect(result.stdout, leaf).toMatch(/\nExit codes: 0 /);
+      expect(result.stdout, leaf).toContain(`Examples:\n  $ resil ${leaf}`);
+      if (printsData.has(leaf)) expect(result.stdout, leaf).toContain('--json');
+    }
+  }, 60_000);
+
   it('exits 2 on an unknown command or option, with a suggestion', async () => {
     const command = await runCli(['jobs', 'lsit']);
     expect(command.code).toBe(2);
