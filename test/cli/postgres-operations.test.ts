@@ -112,7 +112,7 @@ describe.skipIf(!databaseUrl)('jobs pause / resume and instances on a PostgreSQL
     ]);
     const pausedAt = Date.now();
     // From its next fire on, without a restart, the running instance records paused skips only.
-    const skips = await waitUntil(
+    const skips = (await waitUntil(
       'three paused skips',
       async () => {
         const history = await json<HistoryEntry[]>(['jobs', 'history', 'tick', '--limit', '3', '--json']);
@@ -122,7 +122,7 @@ describe.skipIf(!databaseUrl)('jobs pause / resume and instances on a PostgreSQL
           : undefined;
       },
       { timeoutMs: 20_000, intervalMs: 400 },
-    );
+    )) as HistoryEntry[];
     expect(skips.map((entry) => [entry.outcome, entry.reason, entry.instance])).toEqual([
       ['skipped', 'paused', 'runner-1'],
       ['skipped', 'paused', 'runner-1'],
@@ -153,7 +153,7 @@ describe.skipIf(!databaseUrl)('jobs pause / resume and instances on a PostgreSQL
       const steady = startRun('steady');
       const ahead = startRun('ahead', '+2s');
       await Promise.all([steady, ahead].map((run) => run.waitForOutput(/runner started/, 30_000)));
-      const both = await waitUntil(
+      const both = (await waitUntil(
         'both instances listed',
         async () => {
           const entries = await json<ListedInstance[]>(['instances', '--json']);
@@ -161,7 +161,7 @@ describe.skipIf(!databaseUrl)('jobs pause / resume and instances on a PostgreSQL
           return named.length === 2 ? named : undefined;
         },
         { timeoutMs: 20_000, intervalMs: 400 },
-      );
+      )) as ListedInstance[];
       const [aheadEntry, steadyEntry] = both;
       expect(aheadEntry!.instance).toBe('ahead');
       expect(aheadEntry!.pid).toBe(ahead.pid);

@@ -2,6 +2,7 @@ import { hostname } from 'node:os';
 import type { Command } from 'commander';
 import type { ResolvedConfig } from '../../scheduler/job.ts';
 import { hasInstanceRegistry, type InstanceRegistry } from '../../strategies/lock/run-ledger.ts';
+import { watchLauncher } from '../launcher.ts';
 import { resolveLogLevel } from '../usage-error.ts';
 
 /** What `resil run` needs from the program around it (a subset of the program's `CommandHelpers`). */
@@ -63,7 +64,9 @@ reason, token, attempt and durationMs.
 Stop: SIGINT/SIGTERM stops firing, lets running jobs finish within shutdownGrace (default 30 s),
 then aborts their signals, releases their leases and exits 0; jobs that ignore their aborted
 signal for 5 s more are named in an error line and left behind (their leases expire after their
-ttl). A second signal exits at once (130 for SIGINT, 143 for SIGTERM).
+ttl). A second signal exits at once (130 for SIGINT, 143 for SIGTERM). Started by npm
+(\`npx resil run\`, \`npm start\`), the runner also stops gracefully when npm exits, as npm does
+on SIGTERM without passing it on (checked every second).
 
 Exit codes: 0 after a clean stop; 2 bad config, unknown --job or bad --log-level / LOG_LEVEL;
 130/143 after a second SIGINT/SIGTERM.
@@ -105,6 +108,7 @@ Examples:
         }
       });
 
+      let stopWatchingLauncher = () => {};
       const stopped = new Promise<void>((resolve) => {
         let received = 0;
         const onSignal = (signal: NodeJS.Signals) => {
@@ -122,6 +126,17 @@ Examples:
         };
         process.on('SIGINT', onSignal);
         process.on('SIGTERM', onSignal);
+        // Started by `npx resil run` / `npm start`, whose npm exits on SIGTERM without passing it on:
+        // its exit is this runner's stop signal (else it would run on, orphaned).
+        stopWatchingLauncher = watchLauncher((launcher) => {
+          if (received > 0) return;
+          received++;
+          logger.info({ launcher }, `${launcher} exited: stopping gracefully`);
+          runner.stop().then(resolve, (error: unknown) => {
+            logger.error({ err: error }, 'error while stopping');
+            resolve();
+          });
+        });
       });
       await runner.start();
       const heartbeat = hasInstanceRegistry(config.store)
@@ -135,6 +150,7 @@ Examples:
           })
         : undefined;
       await stopped;
+      stopWatchingLauncher();
       await heartbeat?.stop();
       connection.dispose();
       logger.info('exiting');

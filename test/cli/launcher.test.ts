@@ -1,0 +1,113 @@
+/**
+ * `resil run` under npm (`npx resil run`, `npm start`): npm exits on SIGTERM without passing it on,
+ * and the runner must then stop gracefully instead of running on orphaned.
+ */
+import { mkdirSync, symlinkSync } from 'node:fs';
+import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { packageManagerLauncher, watchLauncher } from '../../src/cli/launcher.ts';
+import { spawnProcess, waitUntil } from '../support/processes.ts';
+import { createProject, ensureCliBuilt, type Project } from './cli-support.ts';
+
+describe('watchLauncher', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('names npm as the launcher from the variables npm sets, and nothing else', () => {
+    expect(packageManagerLauncher({ npm_command: 'exec' })).toBe('npm exec');
+    expect(packageManagerLauncher({ npm_lifecycle_event: 'start' })).toBe('npm run start');
+    expect(packageManagerLauncher({ PATH: '/usr/bin' })).toBeUndefined();
+  });
+
+  it('calls back once when the parent pid changes, only for a package manager launch', () => {
+    vi.useFakeTimers();
+    let parent = 100;
+    const gone: string[] = [];
+    const stop = watchLauncher((launcher) => gone.push(launcher), {
+      env: { npm_command: 'exec' },
+      intervalMs: 1_000,
+      parentPid: () => parent,
+    });
+    vi.advanceTimersByTime(5_000);
+    expect(gone).toEqual([]);
+    parent = 1;
+    vi.advanceTimersByTime(999);
+    expect(gone).toEqual([]);
+    vi.advanceTimersByTime(1);
+    expect(gone).toEqual(['npm exec']);
+    parent = 2;
+    vi.advanceTimersByTime(10_000);
+    expect(gone).toEqual(['npm exec']);
+    stop();
+
+    const fromShell: string[] = [];
+    watchLauncher((launcher) => fromShell.push(launcher), { env: {}, parentPid: () => parent++ });
+    vi.advanceTimersByTime(10_000);
+    expect(fromShell).toEqual([]);
+  });
+});
+
+describe('resil run started by npm, npm sent SIGTERM', () => {
+  let project: Project;
+
+  beforeAll(() => {
+    ensureCliBuilt();
+    project = createProject(
+      {
+        'resil.config.mjs': `import { defineConfig } from 'resil';
+export default defineConfig({
+  instance: 'under-npm',
+  jobs: [{ name: 'tick', schedule: '* * * * * *', run: async () => {} }],
+});
+`,
+      },
+      { type: 'module', scripts: { start: 'resil run' } },
+    );
+    mkdirSync(project.path('node_modules/.bin'));
+    symlinkSync('../resil/bin/resil.js', project.path('node_modules/.bin/resil'));
+    return () => project.remove();
+  }, 200_000);
+
+  const alive = (pid: number) => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+
+  it.each([
+    ['npx resil run', ['exec', '--', 'resil', 'run'], 'npm exec'],
+    ['npm start', ['start'], 'npm start'],
+  ])(
+    '%s: npm exits, the runner logs the graceful stop and is gone within a few seconds',
+    async (_, args, launcher) => {
+      const npm = spawnProcess('npm', args, {
+        cwd: project.directory,
+        env: { ...process.env, NO_COLOR: '1', LOG_LEVEL: 'info' },
+        name: 'npm',
+      });
+      let runnerPid: number | undefined;
+      try {
+        const fired = await npm.waitForOutput(/"msg":"job succeeded"/, 30_000);
+        runnerPid = (JSON.parse(fired) as { pid: number }).pid;
+        expect(runnerPid).not.toBe(npm.pid);
+        npm.kill('SIGTERM');
+        await npm.exited;
+        // npm exits at once: the runner notices within a second and stops as on a signal of its own.
+        await waitUntil('the runner to exit', () => !alive(runnerPid!), {
+          timeoutMs: 10_000,
+          intervalMs: 50,
+        });
+        const output = npm.output();
+        expect(output).toContain(`"launcher":"${launcher}","msg":"${launcher} exited: stopping gracefully"`);
+        expect(output).toMatch(/"msg":"exiting"/);
+      } finally {
+        if (runnerPid !== undefined && alive(runnerPid)) process.kill(runnerPid, 'SIGKILL');
+        await npm.stop();
+      }
+    },
+    60_000,
+  );
+});
