@@ -92,6 +92,20 @@ describe('timeout', () => {
     expect(error.cause).toBe(own);
   });
 
+  it("an AbortError caused by the timeout's own reason is the timeout's error, so the message says it once", async () => {
+    const { time, pipeline } = setup(1_000);
+    const outcome = pipeline.settle(async (context) => {
+      await untilAborted(context).catch(() => {});
+      // What node:timers/promises and events.once throw for an aborted signal.
+      throw new DOMException('The operation was aborted', { cause: context.signal.reason } as never);
+    });
+    await time.advance(1_000);
+    const error = (await outcome).error as TimeoutRejectedError;
+    expect(error).toBeInstanceOf(TimeoutRejectedError);
+    expect(error.cause).toBeUndefined();
+    expect(error.message).toBe('The operation did not complete within the timeout of 1s.');
+  });
+
   it('is cooperative: a callback that ignores its signal and succeeds keeps its value', async () => {
     const { time, timeouts, pipeline } = setup(100);
     const outcome = pipeline.settle(

@@ -111,11 +111,12 @@ function createTimeout(
       } catch (thrown) {
         return Outcome.failure<T>(thrown);
       }
-      // The callback usually fails with the signal's reason (our error); anything else it threw
-      // after the timer fired is kept as the cause.
-      return Outcome.failure<T>(
-        outcome.error === error ? error : new TimeoutRejectedError(timeout, { cause: outcome.error }),
-      );
+      // The callback usually fails with the signal's reason (our error), or with an AbortError
+      // caused by it (node:timers/promises, events.once): both say only that our timer fired, so
+      // our error is the outcome. Anything else it threw after the timer fired is kept as the cause.
+      const thrown = outcome.error;
+      const causedByUs = thrown === error || (thrown instanceof Error && thrown.cause === error);
+      return Outcome.failure<T>(causedByUs ? error : new TimeoutRejectedError(timeout, { cause: thrown }));
     },
   };
 }
