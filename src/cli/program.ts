@@ -48,7 +48,8 @@ export function createProgram(helpers: CommandHelpers): Command {
     .showHelpAfterError('(see resil --help)')
     .configureOutput({
       writeOut: (text) => helpers.stdout.write(text),
-      writeErr: (text) => helpers.stderr.write(text),
+      // Commander's suggestion, in resil's own spelling: `(did you mean "list"?)`, as for job names.
+      writeErr: (text) => helpers.stderr.write(text.replace(/\(Did you mean (\S+)\?\)/g, '(did you mean "$1"?)')),
     })
     .exitOverride()
     .addHelpText(
