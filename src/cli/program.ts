@@ -49,7 +49,8 @@ export function createProgram(helpers: CommandHelpers): Command {
     .configureOutput({
       writeOut: (text) => helpers.stdout.write(text),
       // Commander's suggestion, in resil's own spelling: `(did you mean "list"?)`, as for job names.
-      writeErr: (text) => helpers.stderr.write(text.replace(/\(Did you mean (\S+)\?\)/g, '(did you mean "$1"?)')),
+      writeErr: (text) =>
+        helpers.stderr.write(text.replace(/\(Did you mean (\S+)\?\)/g, '(did you mean "$1"?)')),
     })
     .exitOverride()
     .addHelpText(
