@@ -125,11 +125,11 @@ describe('--help and --version', () => {
     const command = await runCli(['jobs', 'lsit']);
     expect(command.code).toBe(2);
     expect(command.stderr).toBe(
-      "error: unknown command 'lsit'\n(did you mean \"list\"?)\n(see resil jobs --help)\n",
+      'error: unknown command \'lsit\'\n(did you mean "list"?)\n(see resil jobs --help)\n',
     );
     const option = await runCli(['jobs', 'list', '--jsno'], { cwd: project.directory });
     expect(option.code).toBe(2);
-    expect(option.stderr).toContain("unknown option '--jsno'\n(did you mean \"--json\"?)\n");
+    expect(option.stderr).toContain('unknown option \'--jsno\'\n(did you mean "--json"?)\n');
   });
 
   it.each([
