@@ -35,6 +35,10 @@ export function registerRunCommand(program: Command, helpers: RunCommandHelpers)
       '--log-level <level>',
       'trace, debug, info, warn, error, fatal or silent (default: LOG_LEVEL or info)',
     )
+    .option(
+      '--metrics <[host:]port>',
+      'serve Prometheus metrics and health checks on this port (a bare port binds 127.0.0.1 only)',
+    )
     .addHelpText(
       'after',
       `
@@ -61,6 +65,20 @@ it stops cleanly, or 15 s after its last heartbeat.
 Logs: one JSON line per fire on stdout (pretty on a terminal) with job, scheduledAt, outcome,
 reason, token, attempt and durationMs.
 
+Metrics (--metrics 9464 binds 127.0.0.1; --metrics 0.0.0.0:9464 or [::]:9464 every interface):
+  GET /metrics   Prometheus text format: resil_job_runs_total, resil_job_skips_total,
+                 resil_job_duration_seconds, resil_job_lateness_seconds,
+                 resil_job_last_success_timestamp_seconds (fleet-wide, from the run ledger),
+                 resil_job_next_run_timestamp_seconds, resil_job_running, resil_lock_lost_total,
+                 resil_fence_rejections_total (all labelled job_name), resil_store_up,
+                 resil_store_clock_offset_seconds, and Node.js process metrics
+  GET /livez     200 while the process answers
+  GET /readyz    200 once the store answers (probed every second, 1 s timeout) and the offset to
+                 its clock is known; else, and while stopping, 503 with a JSON body naming each
+                 failing check and why ({"status":"fail","checks":{"store":{"status":"fail",
+                 "reason":"..."}}}); ?verbose lists every check
+  anything else  404
+
 Stop: SIGINT/SIGTERM stops firing, lets running jobs finish within shutdownGrace (default 30 s),
 then aborts their signals, releases their leases and exits 0; jobs that ignore their aborted
 signal for 5 s more are named in an error line and left behind (their leases expire after their
@@ -68,18 +86,23 @@ ttl). A second signal exits at once (130 for SIGINT, 143 for SIGTERM). Started b
 (\`npx resil run\`, \`npm start\`), the runner also stops gracefully when npm exits, as npm does
 on SIGTERM without passing it on (checked every second).
 
-Exit codes: 0 after a clean stop; 2 bad config, unknown --job or bad --log-level / LOG_LEVEL;
-130/143 after a second SIGINT/SIGTERM.
+Exit codes: 0 after a clean stop; 2 bad config, unknown --job, bad --log-level / LOG_LEVEL, or a
+bad --metrics (not a port 1-65535, a malformed host:port, or an address it cannot listen on: the
+port in use); 130/143 after a second SIGINT/SIGTERM.
 
 Examples:
   $ resil run
   $ resil run --job nightly-report --job heartbeat
+  $ resil run --metrics 9464
   $ LOG_LEVEL=debug resil --config ops/resil.config.ts run`,
     )
-    .action(async (options: { job?: string[]; logLevel?: string }, command: Command) => {
+    .action(async (options: { job?: string[]; logLevel?: string; metrics?: string }, command: Command) => {
       const setExitCode = helpers.setExitCode ?? ((code: number) => (process.exitCode = code));
       // Checked before the config loads: a typo should not wait for the store to connect.
       const level = resolveLogLevel(options.logLevel);
+      // Without --metrics, nothing of the metrics module (nor prom-client) is loaded.
+      const metricsModule = options.metrics === undefined ? undefined : await import('../metrics/index.ts');
+      const metricsAddress = metricsModule?.parseMetricsAddress(options.metrics!);
       const config = await helpers.loadConfig();
       // Loaded here, not at the top: `resil --help` should not pay for croner, pino and the scheduler.
       const [{ createLogger }, { JobRunner }] = await Promise.all([
@@ -107,6 +130,17 @@ Examples:
           told = undefined; // it answers again: the next failure is news
         }
       });
+      // Listening before the first fire: a port in use exits 2 without having run anything.
+      const metrics =
+        metricsModule === undefined || metricsAddress === undefined
+          ? undefined
+          : await metricsModule.startMetrics({
+              address: metricsAddress,
+              runner,
+              store: config.store,
+              logger,
+              connectionError: () => connection.lastError,
+            });
 
       let stopWatchingLauncher = () => {};
       const stopped = new Promise<void>((resolve) => {
@@ -119,6 +153,7 @@ Examples:
             process.exit(128 + (signalNumbers[signal] ?? 1));
           }
           logger.info({ signal }, 'signal received: stopping gracefully (send it again to exit at once)');
+          metrics?.stopping();
           runner.stop().then(resolve, (error: unknown) => {
             logger.error({ err: error }, 'error while stopping');
             resolve();
@@ -152,6 +187,7 @@ Examples:
       await stopped;
       stopWatchingLauncher();
       await heartbeat?.stop();
+      await metrics?.close();
       connection.dispose();
       logger.info('exiting');
       logger.flush();
