@@ -39,7 +39,10 @@ const slot = /* @__PURE__ */ (() => {
 
 const storage = slot.storage;
 
-/** Runs `callback` with `context` as the ambient context. */
+/**
+ * Runs `callback` with `context` as the ambient context. On Node 20 the first call turns on
+ * promise hooks for the whole process, so only contexts marked `ambient` are entered.
+ */
 export const runWithContext: <R>(
   context: ResilienceContext,
   callback: (context: ResilienceContext) => R,
@@ -55,7 +58,19 @@ export const runWithContext: <R>(
       }
     };
 
-/** The context of the innermost pipeline execution the caller runs in, or `undefined`. */
+/**
+ * The context of the innermost pipeline execution the caller runs in, when that execution entered
+ * the ambient context: it belongs to a pipeline with a lock (or another strategy that declares
+ * `usesAmbientContext`), or it started inside such an execution. Otherwise `undefined`: pipelines
+ * without a lock do not enter it, so that they leave the host's promises at full speed. Pass the
+ * callback's `context` on where you need it outside a lock.
+ *
+ * @example
+ * await lockedPipeline.execute(async () => {
+ *   await step();
+ *   currentContext()?.operationKey; // the execution's, across awaits
+ * });
+ */
 export const currentContext: () => ResilienceContext | undefined = storage
   ? () => storage.getStore()
   : () => slot.current;

@@ -29,16 +29,25 @@ export interface ResilienceContextOptions {
 export class ResilienceContext {
   /** Optional key the caller gave this execution (for logs, lock keys, ...). */
   declare readonly operationKey: string | undefined;
+  /**
+   * @internal True when the execution's callback runs in the ambient context (`currentContext()`):
+   * its pipeline has a strategy that reads it (a lock), or it started inside such an execution.
+   */
+  declare readonly ambient: boolean;
   // The signal, or until first read the source that makes it.
   #signal: AbortSignal | SignalSource;
   #properties: ResilienceProperties | undefined;
   // Most executions never touch properties: the bag is made on first read, inheriting from here.
   readonly #inheritFrom: ResilienceContext | undefined;
 
-  /** @param inheritFrom internal: the context whose properties this one's fall back to. */
-  constructor(options: ResilienceContextOptions = {}, inheritFrom?: ResilienceContext) {
+  /**
+   * @param inheritFrom internal: the context whose properties this one's fall back to.
+   * @param ambient internal: see {@link ambient}.
+   */
+  constructor(options: ResilienceContextOptions = {}, inheritFrom?: ResilienceContext, ambient = false) {
     this.#signal = options.signal ?? neverAbortedSignal;
     this.operationKey = options.operationKey;
+    this.ambient = ambient;
     this.#properties = options.properties;
     this.#inheritFrom = inheritFrom;
   }
@@ -61,7 +70,7 @@ export class ResilienceContext {
    * inherit from this context's, and `signal` instead of this context's signal.
    */
   derive(signal: AbortSignal | SignalSource): ResilienceContext {
-    return new ResilienceContext({ signal, operationKey: this.operationKey }, this);
+    return new ResilienceContext({ signal, operationKey: this.operationKey }, this, this.ambient);
   }
 }
 

@@ -22,7 +22,9 @@ export interface ExecuteOptions {
 const invokeCallback: Next = <T>(callback: Callback<T>, context: ResilienceContext) => {
   let result: T | PromiseLike<T>;
   try {
-    result = runWithContext(context, callback);
+    // Entered only when something reads it: the first AsyncLocalStorage.run() turns on promise
+    // hooks for the whole process on Node 20, and every `await` of the host pays for them.
+    result = context.ambient ? runWithContext(context, callback) : callback(context);
   } catch (error) {
     result = Promise.reject(error);
   }
@@ -35,11 +37,16 @@ const invokeCallback: Next = <T>(callback: Callback<T>, context: ResilienceConte
  *
  * `E` is the union of the errors the strategies can raise, for {@link settle} + `Outcome.match()`.
  *
- * An execution started inside another execution's callback sees the outer one's properties
- * (reads fall back to them), so `getLockToken()` works inside a nested pipeline too.
+ * The ambient context (`currentContext()`, `getLockToken()` without an argument) is entered only by
+ * executions of a pipeline with a strategy that reads it (a lock, see
+ * `ResilienceStrategy.usesAmbientContext`), and by every execution started inside one: those see
+ * their own context there, and the outer execution's properties (reads fall back to them), so
+ * `getLockToken()` works inside a nested pipeline too. Other executions leave the process's
+ * promises untouched.
  */
 export class ResiliencePipeline<E = never> {
   readonly #run: Next;
+  readonly #entersAmbientContext: boolean;
 
   /** @internal Use a builder. */
   constructor(strategies: readonly ResilienceStrategy[]) {
@@ -47,6 +54,7 @@ export class ResiliencePipeline<E = never> {
       (inner, strategy) => (callback, context) => strategy.execute(callback, context, inner),
       invokeCallback,
     );
+    this.#entersAmbientContext = strategies.some((strategy) => strategy.usesAmbientContext === true);
   }
 
   /**
@@ -79,9 +87,11 @@ export class ResiliencePipeline<E = never> {
   #start<T>(callback: Callback<T>, options: ExecuteOptions | undefined): Promise<Outcome<T, unknown>> {
     const signal = options?.signal;
     if (signal?.aborted) return Promise.resolve(Outcome.failure<T>(signal.reason));
+    const outer = currentContext();
     const context = new ResilienceContext(
       { signal, operationKey: options?.operationKey, properties: options?.properties },
-      currentContext(),
+      outer,
+      this.#entersAmbientContext || outer !== undefined,
     );
     return this.#run(callback, context);
   }

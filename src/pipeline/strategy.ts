@@ -15,6 +15,14 @@ export type Next = <T>(callback: Callback<T>, context: ResilienceContext) => Pro
  */
 export interface ResilienceStrategy {
   execute<T>(callback: Callback<T>, context: ResilienceContext, next: Next): Promise<Outcome<T, unknown>>;
+  /**
+   * True when code under this strategy reads the ambient context without being handed one (the
+   * lock strategy: `getLockToken()`). A pipeline with such a strategy runs its callback in the
+   * ambient context, so `currentContext()` finds it across `await`s. Defaults to false: on Node 20,
+   * entering an AsyncLocalStorage makes every promise in the process slower, so a pipeline whose
+   * strategies never read it does not enter it.
+   */
+  readonly usesAmbientContext?: boolean;
 }
 
 /** One strategy event, as received by the builder's `telemetry` listener. */

@@ -41,6 +41,8 @@ export function occurrenceLeaseStrategy(options: OccurrenceLeaseOptions): Strate
   return {
     name: 'occurrence-lease',
     create: (environment): ResilienceStrategy => ({
+      // A job's run() reads its fencing token with getLockToken(), from the ambient context.
+      usesAmbientContext: true,
       async execute<T>(
         callback: Callback<T>,
         context: ResilienceContext,

@@ -1,6 +1,10 @@
 import {
   currentContext,
+  getLockToken,
+  hedgingStrategy,
   InvalidOptionError,
+  lockStrategy,
+  MemoryLockStore,
   Outcome,
   PipelineBuilder,
   type ResilienceContext,
@@ -267,9 +271,13 @@ describe('builders', () => {
 });
 
 describe('ambient context', () => {
-  const pipeline = new ResiliencePipelineBuilder().addTimeout('1s').build();
+  // A lock per operation key, so that concurrent executions do not exclude each other.
+  const pipeline = new ResiliencePipelineBuilder()
+    .addLock({ key: (context) => `ambient:${context.operationKey ?? 'none'}`, store: new MemoryLockStore() })
+    .addTimeout('1s')
+    .build();
 
-  it('currentContext() is the callback context, across awaits, and undefined afterwards', async () => {
+  it('with a lock, currentContext() is the callback context, across awaits, and undefined afterwards', async () => {
     const same: boolean[] = [];
     await pipeline.execute(async (context) => {
       same.push(currentContext() === context);
@@ -297,7 +305,7 @@ describe('ambient context', () => {
     expect(keys).toEqual(['a', 'b', 'c']);
   });
 
-  it('a nested execution sees its own context, inheriting the outer properties; the outer one is back afterwards', async () => {
+  it('a nested execution without a lock sees its own context, inheriting the outer properties; the outer one is back afterwards', async () => {
     const inner = new ResiliencePipelineBuilder().addRetry().build();
     const result = await pipeline.execute(
       async (outer) => {
@@ -321,5 +329,66 @@ describe('ambient context', () => {
       { operationKey: 'outer' },
     );
     expect(result).toEqual({ nested: { same: true, key: 'inner', tenant: 'acme' }, after: 'outer' });
+  });
+
+  it('a pipeline without a lock does not enter it: currentContext() is undefined in its callback', async () => {
+    const noLock = new ResiliencePipelineBuilder().addRetry().addTimeout('1s').build();
+    const seen = await noLock.execute(
+      async (context) => {
+        const before = currentContext();
+        await Promise.resolve();
+        return { before, after: currentContext(), own: context.operationKey };
+      },
+      { operationKey: 'own' },
+    );
+    expect(seen).toEqual({ before: undefined, after: undefined, own: 'own' });
+  });
+
+  it('a pipeline without a lock nested in another one without a lock does not see the outer properties', async () => {
+    const outer = new ResiliencePipelineBuilder().addTimeout('1s').build();
+    const inner = new ResiliencePipelineBuilder().addRetry().build();
+    const tenant = await outer.execute(async (context) => {
+      context.properties.set(TENANT, 'acme');
+      return inner.execute((nested) => nested.properties.get(TENANT));
+    });
+    expect(tenant).toBeUndefined();
+  });
+
+  it('a custom strategy that declares usesAmbientContext makes its pipeline enter it', async () => {
+    const reader: StrategyFactory<never> = {
+      name: 'reader',
+      create: (): ResilienceStrategy => ({
+        usesAmbientContext: true,
+        execute: (callback, context, next) => next(callback, context),
+      }),
+    };
+    const custom = new PipelineBuilder().add(retryStrategy()).add(reader).build();
+    const same = await custom.execute(async (context) => {
+      await Promise.resolve();
+      return currentContext() === context;
+    });
+    expect(same).toBe(true);
+  });
+
+  it("hedging runs a generated action in the attempt's own context when the pipeline enters it", async () => {
+    const hedged = new PipelineBuilder()
+      .add(lockStrategy({ key: () => 'ambient:hedging', store: new MemoryLockStore() }))
+      .add(
+        hedgingStrategy({
+          maxHedgedAttempts: 1,
+          delay: -1,
+          actionGenerator:
+            ({ actionContext }) =>
+            async () => {
+              await Promise.resolve();
+              return { same: currentContext() === actionContext, token: getLockToken() };
+            },
+        }),
+      )
+      .build();
+    const seen = await hedged.execute(async () => {
+      throw new Error('primary fails');
+    });
+    expect(seen).toEqual({ same: true, token: 1 });
   });
 });

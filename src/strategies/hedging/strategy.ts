@@ -269,7 +269,7 @@ class HedgingStrategy implements ResilienceStrategy {
 
 async function invoke<T>(action: () => T, context: ResilienceContext): Promise<Outcome<T, unknown>> {
   try {
-    return Outcome.success(await runWithContext(context, action));
+    return Outcome.success(await (context.ambient ? runWithContext(context, action) : action()));
   } catch (error) {
     return Outcome.failure(error);
   }

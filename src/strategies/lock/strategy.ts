@@ -47,6 +47,8 @@ export function lockStrategy(options: LockStrategyOptions): StrategyFactory<Lock
 }
 
 class LockStrategy implements ResilienceStrategy {
+  // getLockToken() without an argument reads the token from the ambient context.
+  readonly usesAmbientContext = true;
   readonly #key: (context: ResilienceContext) => string;
   readonly #wait: number;
   readonly #settings: LeaseSettings;

@@ -1,11 +1,14 @@
 import {
   getLockToken,
   LOCK_TOKEN,
+  type LockStore,
   lockStrategy,
+  MemoryLockStore,
   PipelineBuilder,
   ResiliencePipelineBuilder,
   type ResilienceStrategy,
 } from 'resil';
+import { createScheduler } from 'resil/scheduler';
 import { FakeTimeProvider } from 'resil/testing';
 import { describe, expect, it } from 'vitest';
 import { RecordingStore } from './recording-store.ts';
@@ -48,6 +51,88 @@ describe('lock: fencing token access', () => {
     };
     const service = async () => writeReport();
     expect(await pipeline.execute(() => service())).toEqual({ fencedWith: 1 });
+  });
+
+  it('works at any depth of a locked callback: recursion, timers, fan-out, a nested pipeline without a lock', async () => {
+    for (const order of ['lock outermost', 'lock innermost'] as const) {
+      const builder = new ResiliencePipelineBuilder();
+      const pipeline = (
+        order === 'lock outermost'
+          ? builder
+              .addLock({ key: () => 'any-depth' })
+              .addRetry({ delay: 0 })
+              .addTimeout('5s')
+          : builder
+              .addRetry({ delay: 0 })
+              .addTimeout('5s')
+              .addLock({ key: () => 'any-depth' })
+      ).build();
+      const noLock = new ResiliencePipelineBuilder().addRetry({ delay: 0 }).addTimeout('5s').build();
+      const descend = async (depth: number): Promise<number | undefined> => {
+        if (depth === 0) return getLockToken();
+        await Promise.resolve();
+        return descend(depth - 1);
+      };
+      const seen = await pipeline.execute(async (context) => {
+        const expected = getLockToken(context);
+        const viaTimer = await new Promise<number | undefined>((resolve) =>
+          setTimeout(() => resolve(getLockToken()), 1),
+        );
+        const viaImmediate = await new Promise<number | undefined>((resolve) =>
+          setImmediate(() => resolve(getLockToken())),
+        );
+        const fanOut = await Promise.all([descend(1), descend(5), descend(50)]);
+        const nested = await noLock.execute(async () => {
+          await new Promise((resolve) => setTimeout(resolve, 1));
+          return descend(10);
+        });
+        return { expected, viaTimer, viaImmediate, fanOut, nested, deep: await descend(200) };
+      });
+      expect(seen.expected, order).toBeGreaterThan(0);
+      const token = seen.expected;
+      expect(seen, order).toEqual({
+        expected: token,
+        viaTimer: token,
+        viaImmediate: token,
+        fanOut: [token, token, token],
+        nested: token,
+        deep: token,
+      });
+    }
+  });
+
+  it("works inside a scheduled job's run(), with a run ledger (occurrence lease) and with a plain LockStore", async () => {
+    const time = new FakeTimeProvider(Date.parse('2026-03-01T00:00:00.000Z'));
+    const plain = new MemoryLockStore({ timeProvider: time });
+    const leaseOnly: LockStore = {
+      acquire: (key, owner, ttl) => plain.acquire(key, owner, ttl),
+      renew: (key, owner, ttl) => plain.renew(key, owner, ttl),
+      release: (key, owner) => plain.release(key, owner),
+    };
+    for (const store of [new MemoryLockStore({ timeProvider: time }), leaseOnly]) {
+      const seen: Array<number | undefined> = [];
+      const scheduler = createScheduler({
+        store,
+        timeProvider: time,
+        jobs: [
+          {
+            name: 'fenced',
+            schedule: '0 2 * * *',
+            run: async (ctx) => {
+              await Promise.resolve();
+              seen.push(getLockToken(), ctx.token);
+            },
+          },
+        ],
+      });
+      await scheduler.start();
+      const result = await scheduler.trigger('fenced');
+      await scheduler.stop();
+      expect(result.outcome).toBe('success');
+      const [ambient, fromContext] = seen;
+      expect(fromContext).toBeGreaterThan(0);
+      expect(ambient).toBe(fromContext);
+    }
   });
 
   it('is undefined outside a lock', async () => {
