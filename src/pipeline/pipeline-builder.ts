@@ -1,6 +1,11 @@
 import { checkOption } from './errors.ts';
 import { ResiliencePipeline } from './pipeline.ts';
-import type { StrategyFactory, TelemetryListener } from './strategy.ts';
+import type {
+  PipelineExecutedEvent,
+  ResilienceStrategy,
+  StrategyFactory,
+  TelemetryListener,
+} from './strategy.ts';
 import { systemTimeProvider, type TimeProvider } from './time.ts';
 
 export interface PipelineBuilderOptions {
@@ -8,7 +13,8 @@ export interface PipelineBuilderOptions {
   timeProvider?: TimeProvider;
   /**
    * Receives every strategy event (`OnRetry`, `OnTimeout`, ...) with the same arguments as the
-   * strategy's own callback. A throwing listener is ignored. Defaults to none.
+   * strategy's own callback, and every execution's duration when it has `onPipelineExecuted`
+   * (`openTelemetry()` from `resil/opentelemetry` does). A throwing listener is ignored. Defaults to none.
    */
   telemetry?: TelemetryListener;
 }
@@ -16,6 +22,26 @@ export interface PipelineBuilderOptions {
 const timeProviderMethods = ['now', 'monotonic', 'setTimeout', 'clearTimeout'] as const;
 
 const noTelemetry = () => {};
+
+/** The outermost step for a listener that measures executions (Polly's `PipelineExecuted`). */
+function executionTelemetry(
+  time: TimeProvider,
+  onPipelineExecuted: (event: PipelineExecutedEvent) => void,
+): ResilienceStrategy {
+  return {
+    execute(callback, context, next) {
+      const started = time.monotonic();
+      return next(callback, context).then((outcome) => {
+        try {
+          onPipelineExecuted({ duration: time.monotonic() - started, outcome, context });
+        } catch {
+          // Telemetry must never change an execution's outcome.
+        }
+        return outcome;
+      });
+    },
+  };
+}
 
 /**
  * Builds a pipeline from strategy factories: `retryStrategy()`, `timeoutStrategy()`, ...
@@ -59,22 +85,30 @@ export class PipelineBuilder<E = never> {
       telemetry === undefined || typeof telemetry === 'function',
       'a function',
     );
-    return new ResiliencePipeline<E>(
-      this.#factories.map((factory) =>
-        factory.create({
-          timeProvider: timeProvider ?? systemTimeProvider,
-          telemetryEnabled: telemetry !== undefined,
-          report: telemetry
-            ? (event, context, args) => {
-                try {
-                  telemetry({ event, strategy: factory.name, context, args });
-                } catch {
-                  // Telemetry must never change an execution's outcome.
-                }
-              }
-            : noTelemetry,
-        }),
-      ),
+    const onPipelineExecuted = telemetry?.onPipelineExecuted;
+    checkOption(
+      'telemetry.onPipelineExecuted',
+      onPipelineExecuted,
+      onPipelineExecuted === undefined || typeof onPipelineExecuted === 'function',
+      'a function',
     );
+    const time = timeProvider ?? systemTimeProvider;
+    const strategies = this.#factories.map((factory) =>
+      factory.create({
+        timeProvider: time,
+        telemetryEnabled: telemetry !== undefined,
+        report: telemetry
+          ? (event, context, args) => {
+              try {
+                telemetry({ event, strategy: factory.name, context, args });
+              } catch {
+                // Telemetry must never change an execution's outcome.
+              }
+            }
+          : noTelemetry,
+      }),
+    );
+    if (onPipelineExecuted) strategies.unshift(executionTelemetry(time, onPipelineExecuted));
+    return new ResiliencePipeline<E>(strategies);
   }
 }

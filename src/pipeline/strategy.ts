@@ -36,7 +36,28 @@ export interface TelemetryEvent {
   readonly args: unknown;
 }
 
-export type TelemetryListener = (event: TelemetryEvent) => void;
+/** One execution of a pipeline, as received by a listener's `onPipelineExecuted`. */
+export interface PipelineExecutedEvent {
+  /** From the start of `execute()` / `settle()` to its outcome, ms by the builder's `timeProvider`. */
+  readonly duration: number;
+  readonly outcome: Outcome<unknown, unknown>;
+  readonly context: ResilienceContext;
+}
+
+/**
+ * Receives every strategy event of a pipeline (the builder's `telemetry` option).
+ *
+ * @example
+ * const telemetry: TelemetryListener = ({ strategy, event }) => log.info({ strategy }, event);
+ */
+export interface TelemetryListener {
+  (event: TelemetryEvent): void;
+  /**
+   * Also called after every execution, with its duration and outcome: what Polly reports as
+   * `PipelineExecuted`. Only a listener that has it pays for measuring executions. Defaults to none.
+   */
+  readonly onPipelineExecuted?: ((event: PipelineExecutedEvent) => void) | undefined;
+}
 
 /** What a strategy gets from the builder when it is created in `build()`. */
 export interface StrategyEnvironment {
