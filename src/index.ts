@@ -28,6 +28,7 @@ export { ResiliencePipelineBuilder } from './pipeline/resilience-pipeline-builde
 export type {
   Callback,
   Next,
+  PipelineExecutedEvent,
   ResilienceStrategy,
   StrategyEnvironment,
   StrategyFactory,
@@ -42,7 +43,14 @@ export {
   type TimerHandle,
 } from './pipeline/time.ts';
 export { isShutdownError, ShutdownError } from './scheduler/errors.ts';
-export type { JobContext, JobDefinition, JobLockOptions, JobLogger, ResilConfig } from './scheduler/job.ts';
+export type {
+  JobContext,
+  JobDefinition,
+  JobLockOptions,
+  JobLogger,
+  ResilConfig,
+  SchedulerTelemetry,
+} from './scheduler/job.ts';
 export { circuitBreakerDefaults } from './strategies/circuit-breaker/defaults.ts';
 export {
   BrokenCircuitError,

@@ -3,7 +3,7 @@ import type { Outcome } from '../pipeline/outcome.ts';
 import type { ResiliencePipeline } from '../pipeline/pipeline.ts';
 import { PipelineBuilder } from '../pipeline/pipeline-builder.ts';
 import { ResilienceProperties, ResiliencePropertyKey } from '../pipeline/properties.ts';
-import type { TelemetryEvent } from '../pipeline/strategy.ts';
+import type { TelemetryEvent, TelemetryListener } from '../pipeline/strategy.ts';
 import type { TimeProvider } from '../pipeline/time.ts';
 import { delay } from '../pipeline/time.ts';
 import { lockTiming } from '../strategies/lock/defaults.ts';
@@ -412,9 +412,10 @@ export class JobFirer {
   #build(): ResiliencePipeline<unknown> {
     const job = this.job;
     const { time, store, ledger } = this.#environment;
+    const own = (event: TelemetryEvent) => this.#telemetry(event);
     let builder = new PipelineBuilder<unknown>({
       timeProvider: time,
-      telemetry: (event) => this.#telemetry(event),
+      telemetry: job.telemetry === undefined ? own : alongside(own, job.telemetry),
     });
     if (job.lock !== false && ledger !== undefined) {
       builder = builder.add(
@@ -521,6 +522,18 @@ export class JobFirer {
         : {}),
     });
   }
+}
+
+/** The scheduler's own listener, then the config's for the job (with its `onPipelineExecuted`). */
+function alongside(own: (event: TelemetryEvent) => void, configured: TelemetryListener): TelemetryListener {
+  const both = (event: TelemetryEvent) => {
+    own(event);
+    configured(event);
+  };
+  const { onPipelineExecuted } = configured;
+  return onPipelineExecuted === undefined
+    ? both
+    : Object.assign(both, { onPipelineExecuted: onPipelineExecuted.bind(configured) });
 }
 
 /** The ledger refused the run's finish: the error itself, or the lost lease it explains. */

@@ -16,7 +16,14 @@ export type {
   TimedOutEvent,
 } from './events.ts';
 export type { FireResult, SchedulerLogger, SkipReason } from './fire.ts';
-export type { JobContext, JobDefinition, JobLockOptions, JobLogger, ResilConfig } from './job.ts';
+export type {
+  JobContext,
+  JobDefinition,
+  JobLockOptions,
+  JobLogger,
+  ResilConfig,
+  SchedulerTelemetry,
+} from './job.ts';
 export {
   createScheduler,
   type Scheduler,

@@ -1,8 +1,9 @@
 import type { Duration } from '../pipeline/duration.ts';
+import type { TelemetryListener } from '../pipeline/strategy.ts';
 import type { OverlapPolicy } from '../strategies/lock/run-ledger.ts';
 import type { LockStore } from '../strategies/lock/store.ts';
 import type { RetryStrategyOptions } from '../strategies/retry/options.ts';
-import type { FinishedEvent, SkippedEvent } from './events.ts';
+import type { FinishedEvent, SchedulerEvent, SkippedEvent } from './events.ts';
 
 /** The logger a job receives: pino's methods, no pino types needed. */
 export interface JobLogger {
@@ -102,6 +103,23 @@ export interface JobDefinition {
  */
 export type JobHook<Event> = (event: Event) => unknown;
 
+/**
+ * What the config's `telemetry` receives: each job's pipeline events and the scheduler's events.
+ * `openTelemetry()` from `resil/opentelemetry` is one; both members are optional.
+ *
+ * @example
+ * defineConfig({ telemetry: openTelemetry({ tracer, meter }), jobs });
+ */
+export interface SchedulerTelemetry {
+  /**
+   * The telemetry listener of the pipeline of the job named `job` (its strategy events and, with
+   * `onPipelineExecuted`, its executions), asked once per job when the config is loaded.
+   */
+  pipelineListener?(job: string): TelemetryListener | undefined;
+  /** Receives every scheduler event, as a `scheduler.on()` subscriber does. */
+  onSchedulerEvent?(event: SchedulerEvent): void;
+}
+
 export interface ResilConfig {
   /** Where leases and the run ledger live, shared by every job. Defaults to a MemoryLockStore. */
   store?: LockStore;
@@ -119,6 +137,8 @@ export interface ResilConfig {
   onFailure?: JobHook<FinishedEvent>;
   /** Every job's `onSkip` unless the job has its own. Defaults to none. */
   onSkip?: JobHook<SkippedEvent>;
+  /** Metrics and traces of every job: `openTelemetry({ tracer, meter })` from `resil/opentelemetry`. Defaults to none. */
+  telemetry?: SchedulerTelemetry;
   jobs: JobDefinition[];
 }
 
@@ -141,6 +161,8 @@ export interface ResolvedJob {
   readonly onSuccess?: JobHook<FinishedEvent> | undefined;
   readonly onFailure?: JobHook<FinishedEvent> | undefined;
   readonly onSkip?: JobHook<SkippedEvent> | undefined;
+  /** The config's `telemetry.pipelineListener(name)`, for the job's pipeline. */
+  readonly telemetry?: TelemetryListener | undefined;
 }
 
 /** A config after validation. */
@@ -152,6 +174,8 @@ export interface ResolvedConfig {
   readonly shutdownGraceMs: number;
   readonly ledgerRetentionMs: number;
   readonly jobs: readonly ResolvedJob[];
+  /** The config's `telemetry`. */
+  readonly telemetry?: SchedulerTelemetry | undefined;
 }
 
 /** The key a job's occurrences live under in the run ledger: its lock key, else its name. */

@@ -3,6 +3,7 @@ import { dirname, resolve } from 'node:path';
 import { Cron } from 'croner';
 import { formatDuration, parseDuration } from '../pipeline/duration.ts';
 import { isInvalidOptionError } from '../pipeline/errors.ts';
+import type { TelemetryListener } from '../pipeline/strategy.ts';
 import { systemTimeProvider } from '../pipeline/time.ts';
 import { MemoryLockStore } from '../strategies/lock/memory-store.ts';
 import { type OverlapPolicy, overlapPolicies } from '../strategies/lock/run-ledger.ts';
@@ -10,8 +11,9 @@ import type { LockStore } from '../strategies/lock/store.ts';
 import type { RetryStrategyOptions } from '../strategies/retry/options.ts';
 import { retryStrategy } from '../strategies/retry/strategy.ts';
 import { ConfigError, type ConfigProblem, got } from './config-error.ts';
+import { describeError } from './credentials.ts';
 import { closestName } from './did-you-mean.ts';
-import type { JobDefinition, ResilConfig, ResolvedConfig, ResolvedJob } from './job.ts';
+import type { JobDefinition, ResilConfig, ResolvedConfig, ResolvedJob, SchedulerTelemetry } from './job.ts';
 import { configDefaults } from './job-defaults.ts';
 
 const hookOptions = ['onSuccess', 'onFailure', 'onSkip'] as const;
@@ -22,6 +24,7 @@ const configOptions = [
   'shutdownGrace',
   'ledgerRetention',
   ...hookOptions,
+  'telemetry',
   'jobs',
 ] as const;
 const jobOptions = [
@@ -132,6 +135,75 @@ function hooks(object: Record<string, unknown>, report: Report): JobHooks {
   return valid as JobHooks;
 }
 
+const telemetryMembers = ['pipelineListener', 'onSchedulerEvent'] as const;
+const telemetryExample = 'openTelemetry({ tracer, meter }) from resil/opentelemetry';
+
+/** The config's `telemetry`, or `undefined` after reporting what is wrong with it. */
+function telemetry(value: unknown, report: Report): SchedulerTelemetry | undefined {
+  if (value === undefined) return undefined;
+  if ((typeof value !== 'object' && typeof value !== 'function') || value === null || Array.isArray(value)) {
+    report({
+      option: 'telemetry',
+      value,
+      message: `expected a telemetry object such as ${telemetryExample}, ${got(value)}`,
+    });
+    return undefined;
+  }
+  const members = value as Record<string, unknown>;
+  // openTelemetry() returns a function (a pipeline listener) that is also one: the own properties
+  // of a function are not options.
+  if (typeof value === 'object') checkUnknownOptions(members, telemetryMembers, 'telemetry.', report);
+  let valid = true;
+  for (const member of telemetryMembers) {
+    if (members[member] === undefined || typeof members[member] === 'function') continue;
+    valid = false;
+    report({
+      option: `telemetry.${member}`,
+      value: members[member],
+      message: `expected a function, ${got(members[member])}`,
+    });
+  }
+  if (valid && members.pipelineListener === undefined && members.onSchedulerEvent === undefined) {
+    report({
+      option: 'telemetry',
+      value,
+      message:
+        typeof value === 'function'
+          ? `expected pipelineListener(job) and/or onSchedulerEvent(event), as ${telemetryExample} has; a function alone is a pipeline's listener (new PipelineBuilder({ telemetry }))`
+          : `expected pipelineListener(job) and/or onSchedulerEvent(event), as ${telemetryExample} has; got neither`,
+    });
+    return undefined;
+  }
+  return valid ? (value as SchedulerTelemetry) : undefined;
+}
+
+/** `telemetry.pipelineListener(job)`, or `undefined` after reporting a listener that is not one. */
+function pipelineListenerOf(
+  config: SchedulerTelemetry | undefined,
+  job: string,
+  report: Report,
+): TelemetryListener | undefined {
+  if (config?.pipelineListener === undefined) return undefined;
+  let listener: unknown;
+  try {
+    listener = config.pipelineListener(job);
+  } catch (error) {
+    report({
+      option: 'telemetry.pipelineListener',
+      message: `threw for job ${JSON.stringify(job)}: ${describeError(error)}`,
+    });
+    return undefined;
+  }
+  if (listener === undefined || typeof listener === 'function')
+    return listener as TelemetryListener | undefined;
+  report({
+    option: 'telemetry.pipelineListener',
+    value: listener,
+    message: `expected it to return a telemetry listener function (or undefined) for job ${JSON.stringify(job)}, ${got(listener)}`,
+  });
+  return undefined;
+}
+
 function isLockStore(value: unknown): value is LockStore {
   if (typeof value !== 'object' || value === null) return false;
   const store = value as Partial<LockStore>;
@@ -176,6 +248,7 @@ function resolveJob(
   index: number,
   defaultTimezone: string | undefined,
   defaultHooks: JobHooks,
+  telemetryConfig: SchedulerTelemetry | undefined,
   report: (job: string, problem: { option?: string; value?: unknown; message: string }) => void,
 ): ResolvedJob | undefined {
   const fallbackLabel = `jobs[${index}]`;
@@ -338,6 +411,7 @@ function resolveJob(
     });
   }
   const jobHooks = hooks(job, problem);
+  const jobTelemetry = valid ? pipelineListenerOf(telemetryConfig, job.name!, problem) : undefined;
 
   if (!valid) return undefined;
   return {
@@ -356,6 +430,7 @@ function resolveJob(
     onSuccess: jobHooks.onSuccess ?? defaultHooks.onSuccess,
     onFailure: jobHooks.onFailure ?? defaultHooks.onFailure,
     onSkip: jobHooks.onSkip ?? defaultHooks.onSkip,
+    telemetry: jobTelemetry,
   };
 }
 
@@ -435,6 +510,7 @@ export function resolveConfigSync(
   );
 
   const defaultHooks = hooks(raw, report);
+  const telemetryConfig = telemetry(raw.telemetry, report);
 
   const jobs: ResolvedJob[] = [];
   if (!Array.isArray(raw.jobs)) {
@@ -464,7 +540,7 @@ export function resolveConfigSync(
     const firstIndexOfName = new Map<string, number>();
     entries.forEach((entry, index) => {
       if (entry === undefined && typeof (raw.jobs as unknown[])[index] === 'string') return;
-      const job = resolveJob(entry, index, defaultTimezone, defaultHooks, (label, problem) =>
+      const job = resolveJob(entry, index, defaultTimezone, defaultHooks, telemetryConfig, (label, problem) =>
         problems.push({ file, job: label, ...problem }),
       );
       const name = isPlainObject(entry) && typeof entry.name === 'string' ? entry.name : undefined;
@@ -495,5 +571,6 @@ export function resolveConfigSync(
     shutdownGraceMs: shutdownGraceMs!,
     ledgerRetentionMs: ledgerRetentionMs!,
     jobs,
+    telemetry: telemetryConfig,
   };
 }

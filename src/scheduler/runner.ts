@@ -116,6 +116,8 @@ export class JobRunner {
     });
     this.#events.on(logSchedulerEvents(this.#logger));
     this.#events.on(runJobHooks(options.config.jobs, this.#logger, this.#time));
+    const telemetry = options.config.telemetry;
+    if (telemetry?.onSchedulerEvent) this.#events.on((event) => telemetry.onSchedulerEvent!(event));
     this.#environment = environmentFor(options.config, this.#clock, this.#time, this.#logger, this.#events);
     const schedules = new JobSchedules();
     this.#jobs = selectJobs(options.config, options.jobs).map(
