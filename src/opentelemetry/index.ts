@@ -1,0 +1,1 @@
+export { type OpenTelemetryListener, type OpenTelemetryOptions, openTelemetry } from './open-telemetry.ts';
