@@ -42,6 +42,12 @@ export const resilEntries = {
   },
 } satisfies Record<string, BundleEntry>;
 
+/** resil/opentelemetry with the `@opentelemetry/api` it imports: what a pipeline with telemetry adds. */
+export const openTelemetryEntry = {
+  name: 'resil/opentelemetry: openTelemetry (with @opentelemetry/api)',
+  source: `export { openTelemetry } from '${root}src/opentelemetry/index.ts';`,
+} satisfies BundleEntry;
+
 export const cockatielEntries = {
   retry: { name: 'cockatiel 3: retry + handleAll', source: `export { retry, handleAll } from 'cockatiel';` },
   retryTimeout: {
@@ -90,6 +96,10 @@ async function main(): Promise<void> {
       rows.push(`| ${size.name} | ${formatBytes(size.minifiedBytes)} | ${formatBytes(size.gzippedBytes)} |`);
     }
   }
+  const integration = await measure(openTelemetryEntry);
+  rows.push(
+    `| ${integration.name} | ${formatBytes(integration.minifiedBytes)} | ${formatBytes(integration.gzippedBytes)} |`,
+  );
   console.log('| bundle (esbuild, browser, ESM, minified) | minified | gzipped |');
   console.log('|---|---:|---:|');
   for (const row of rows) console.log(row);

@@ -4,23 +4,32 @@ import {
   type BundleSize,
   formatBytes,
   measure,
+  openTelemetryEntry,
   resilEntries,
 } from '../../scripts/bundle-size.ts';
 
 /**
- * Gzipped budgets, in bytes. Each sits a little above the size measured when it was set (2.69,
- * 3.68 and 11.03 kB), so a change that grows a bundle noticeably fails here and has to raise the
- * budget on purpose. The aim for PipelineBuilder + retry is 2 kB (cockatiel's retry: 1.59 kB
- * measured the same way); most of what remains is option validation with its messages, the
- * duration parser, the ambient context and Polly's backoff formulas.
+ * Gzipped budgets, in bytes. Each sits a little above the size measured when it was set (2.88,
+ * 3.90 and 10.89 kB, of which the execution telemetry, `onPipelineExecuted`, is about 95 bytes),
+ * so a change that grows a bundle noticeably fails here and has to raise the budget on purpose.
+ * The aim for PipelineBuilder + retry is 2 kB (cockatiel's retry: 1.59 kB measured the same way);
+ * most of what remains is option validation with its messages, the duration parser, the ambient
+ * context and Polly's backoff formulas.
  */
 const budgets = {
-  retry: 2_850,
-  retryTimeout: 3_900,
-  full: 11_700,
+  retry: 3_000,
+  retryTimeout: 4_050,
+  full: 11_800,
 } satisfies Record<keyof typeof resilEntries, number>;
 
 const lockOrStore = /\/strategies\/lock\/|\/stores\//;
+const openTelemetryCode = /(?:^|\/)src\/opentelemetry\/|@opentelemetry\//;
+const openTelemetrySymbols = [
+  'resil.strategy.events',
+  'resil.pipeline.duration',
+  'resil.job ',
+  'opentelemetry',
+];
 const lockSymbols = [
   'LOCK_NOT_ACQUIRED',
   'LOCK_LOST',
@@ -67,4 +76,20 @@ describe('browser bundle', () => {
       expect([...strategies].sort()).toEqual(key === 'retry' ? ['retry'] : ['retry', 'timeout']);
     });
   }
+
+  for (const [key, entry] of Object.entries(resilEntries)) {
+    it(`${entry.name}: pulls in nothing of resil/opentelemetry or @opentelemetry/api`, async () => {
+      const size = await sizeOf(resilEntries[key as keyof typeof resilEntries]);
+      expect(size.inputs.filter((path) => openTelemetryCode.test(path))).toEqual([]);
+      for (const symbol of openTelemetrySymbols) expect(size.code).not.toContain(symbol);
+    });
+  }
+
+  it('the check above sees resil/opentelemetry and @opentelemetry/api where they are imported', async () => {
+    const size = await sizeOf(openTelemetryEntry);
+    const inputs = size.inputs.filter((path) => openTelemetryCode.test(path));
+    expect(inputs.some((path) => path.includes('src/opentelemetry/'))).toBe(true);
+    expect(inputs.some((path) => path.includes('@opentelemetry/api/'))).toBe(true);
+    for (const symbol of openTelemetrySymbols.slice(0, 3)) expect(size.code).toContain(symbol);
+  });
 });
