@@ -19,7 +19,14 @@ import {
   scrape,
   startPrometheus,
 } from './metrics-support.ts';
-import { ensureBuilt, fixturePreamble, type RunProcess, repoRoot, startRun } from './run-process.ts';
+import {
+  ensureBuilt,
+  fixturePreamble,
+  type RunFixture,
+  type RunProcess,
+  repoRoot,
+  startRun,
+} from './run-process.ts';
 
 const redisUrl = await redisUrlForTests();
 const noPromtool = prometheusUnavailableReason('promtool');
@@ -29,7 +36,7 @@ const noPrometheus = prometheusUnavailableReason('prometheus');
  * A config on Redis with three every-second jobs: `tick` succeeds, `slow` runs 1.5 s (so every
  * other fire is skipped as overlap), `flaky` fails (no retry).
  */
-function writeMetricsFixture(prefix: string): { directory: string; configPath: string; remove(): void } {
+function writeMetricsFixture(prefix: string): RunFixture {
   const directory = mkdtempSync(join(tmpdir(), 'resil-metrics-'));
   const configPath = join(directory, 'resil.config.mjs');
   writeFileSync(
@@ -51,7 +58,13 @@ export default defineConfig({
 });
 `,
   );
-  return { directory, configPath, remove: () => rmSync(directory, { recursive: true, force: true }) };
+  return {
+    directory,
+    configPath,
+    prefix,
+    recordKey: `${prefix}records`,
+    remove: () => rmSync(directory, { recursive: true, force: true }),
+  };
 }
 
 /** The alert rules block of the README's "Metrics and health" section, and each rule's expression. */
@@ -194,7 +207,7 @@ export async function resolve(specifier, context, next) {
 
 describe.skipIf(!redisUrl)('resil run --metrics on Redis, scraped', () => {
   let client: Redis;
-  let fixture: ReturnType<typeof writeMetricsFixture>;
+  let fixture: RunFixture;
   let run: RunProcess;
   let base: string;
   let port: number;
