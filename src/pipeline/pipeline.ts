@@ -16,20 +16,30 @@ export interface ExecuteOptions {
   properties?: ResilienceProperties;
 }
 
-// The innermost step. Not an async function: for the usual async callback it costs exactly one
-// promise (the reaction to the callback's own promise, which Promise.resolve() returns as it is),
-// which matters because every promise is expensive while AsyncLocalStorage is enabled on Node 20.
-const invokeCallback: Next = <T>(callback: Callback<T>, context: ResilienceContext) => {
-  let result: T | PromiseLike<T>;
+/**
+ * @internal The callback's result as a promise: run in the ambient context when the context is
+ * marked so, a synchronous throw as a rejection. For the usual async callback, its own promise.
+ */
+export function callbackResult<T>(callback: Callback<T>, context: ResilienceContext): Promise<T> {
   try {
     // Entered only when something reads it: the first AsyncLocalStorage.run() turns on promise
     // hooks for the whole process on Node 20, and every `await` of the host pays for them.
-    result = context.ambient ? runWithContext(context, callback) : callback(context);
+    return Promise.resolve(
+      context.ambient ? runWithContext(context, callback) : callback(context),
+    ) as Promise<T>;
   } catch (error) {
-    result = Promise.reject(error);
+    return Promise.reject(error);
   }
-  return Promise.resolve(result).then(Outcome.success<T, unknown>, Outcome.failure<T, unknown>);
-};
+}
+
+/**
+ * @internal The innermost step: the `next` of the innermost strategy. Not an async function: for
+ * the usual async callback it costs exactly one promise (the reaction to the callback's own
+ * promise). A strategy that sees it as its `next` may call the callback through
+ * {@link callbackResult} itself and save a reaction (retry does).
+ */
+export const invokeCallback: Next = <T>(callback: Callback<T>, context: ResilienceContext) =>
+  callbackResult(callback, context).then(Outcome.success<T, unknown>, Outcome.failure<T, unknown>);
 
 /**
  * Strategies composed in the order they were added (first = outermost), built by

@@ -1,5 +1,7 @@
 import { getEventListeners } from 'node:events';
 import {
+  getLockToken,
+  MemoryLockStore,
   type OnRetryArguments,
   ResiliencePipelineBuilder,
   type RetryStrategyOptions,
@@ -434,6 +436,45 @@ describe('retry and aborts', () => {
     expect((await outcome).value).toBe('second try');
     expect(calls).toBe(2);
     expect(TimeoutRejectedError).toBeDefined();
+  });
+});
+
+describe('retry as the innermost strategy, where it calls the callback itself', () => {
+  it('retries sync throws and rejections and resolves thenables, as with a strategy inside it', async () => {
+    for (const inner of ['innermost', 'timeout inside'] as const) {
+      const builder = new ResiliencePipelineBuilder().addRetry({ maxRetryAttempts: 3, delay: 0 });
+      const pipeline = (inner === 'innermost' ? builder : builder.addTimeout('5s')).build();
+      let calls = 0;
+      const value = await pipeline.execute(() => {
+        calls++;
+        if (calls === 1) throw new Error('sync');
+        if (calls === 2) return Promise.reject(new Error('async'));
+        const thenable = {
+          // biome-ignore lint/suspicious/noThenProperty: a non-native thenable is what this checks
+          then: (resolve: (value: string) => void) => resolve(`call ${calls}`),
+        };
+        return thenable as PromiseLike<string>;
+      });
+      expect({ inner, value, calls }).toEqual({ inner, value: 'call 3', calls: 3 });
+      const outcome = await pipeline.settle(() => {
+        throw new Error('always');
+      });
+      expect(outcome.error).toEqual(new Error('always'));
+    }
+  });
+
+  it('runs the callback in the ambient context under a lock: getLockToken() after an await', async () => {
+    const pipeline = new ResiliencePipelineBuilder()
+      .addLock({ key: () => 'retry-innermost', store: new MemoryLockStore() })
+      .addRetry({ delay: 0 })
+      .build();
+    let calls = 0;
+    const tokens = await pipeline.execute(async (context) => {
+      await Promise.resolve();
+      if (++calls < 2) throw new Error('flaky');
+      return [getLockToken(), getLockToken(context)];
+    });
+    expect(tokens).toEqual([1, 1]);
   });
 });
 

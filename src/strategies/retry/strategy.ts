@@ -2,6 +2,7 @@ import type { ResilienceContext } from '../../pipeline/context.ts';
 import { durationMs, parseDuration } from '../../pipeline/duration.ts';
 import { checkCallbacks, checkOption } from '../../pipeline/errors.ts';
 import { Outcome } from '../../pipeline/outcome.ts';
+import { callbackResult, invokeCallback } from '../../pipeline/pipeline.ts';
 import { handleErrorsExceptAbort } from '../../pipeline/should-handle.ts';
 import type {
   Callback,
@@ -68,37 +69,62 @@ function createRetry(options: RetryStrategyOptions, environment: StrategyEnviron
   // needs it, and only onRetry and telemetry read `duration`.
   const measureDuration = onRetry !== undefined || environment.telemetryEnabled !== false;
 
-  return {
-    async execute<T>(callback: Callback<T>, context: ResilienceContext, next: Next) {
-      let state: BackoffState | undefined;
-      for (let attempt = 0; ; attempt++) {
-        const startedAt = measureDuration ? time.monotonic() : 0;
-        const outcome = await next(callback, context);
-        if (outcome.ok && shouldHandle === undefined) return outcome;
+  /**
+   * The attempts after one that ended with `outcome` (started at `startedAt`): the outcome to
+   * return, once `shouldHandle` accepts one or the attempts run out.
+   */
+  async function retryAfter<T>(
+    outcome: Outcome<T, unknown>,
+    startedAt: number,
+    callback: Callback<T>,
+    context: ResilienceContext,
+    next: Next,
+  ): Promise<Outcome<T, unknown>> {
+    let state: BackoffState | undefined;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const args: RetryPredicateArguments = { outcome, context, attemptNumber: attempt };
+        const handle = shouldHandle ? await shouldHandle(args) : handleErrorsExceptAbort(args);
+        const duration = measureDuration ? time.monotonic() - startedAt : 0;
+        // As in Polly: once the caller has aborted, the attempt's own outcome is final.
+        if (handle !== true || attempt >= maxRetryAttempts || context.signal.aborted) return outcome;
 
-        try {
-          const args: RetryPredicateArguments = { outcome, context, attemptNumber: attempt };
-          const handle = shouldHandle ? await shouldHandle(args) : handleErrorsExceptAbort(args);
-          const duration = measureDuration ? time.monotonic() - startedAt : 0;
-          // As in Polly: once the caller has aborted, the attempt's own outcome is final.
-          if (handle !== true || attempt >= maxRetryAttempts || context.signal.aborted) return outcome;
-
-          state ??= { previous: 0 };
-          let retryDelayMs = retryDelay(backoffType, useJitter, attempt, delay, maxDelay, state, random);
-          if (delayGenerator) {
-            // Like Polly, a missing or invalid generated delay keeps the computed one.
-            const generated = durationMs(await delayGenerator(args));
-            if (generated <= Number.MAX_SAFE_INTEGER) retryDelayMs = generated;
-          }
-          const onRetryArgs: OnRetryArguments = { ...args, retryDelay: retryDelayMs, duration };
-          environment.report('OnRetry', context, onRetryArgs);
-          if (onRetry) await onRetry(onRetryArgs);
-          // An abort during onRetry ends the execution too: delay() rejects with the reason at once.
-          if (retryDelayMs > 0 || context.signal.aborted) await wait(time, retryDelayMs, context.signal);
-        } catch (error) {
-          return Outcome.failure<T>(error);
+        state ??= { previous: 0 };
+        let retryDelayMs = retryDelay(backoffType, useJitter, attempt, delay, maxDelay, state, random);
+        if (delayGenerator) {
+          // Like Polly, a missing or invalid generated delay keeps the computed one.
+          const generated = durationMs(await delayGenerator(args));
+          if (generated <= Number.MAX_SAFE_INTEGER) retryDelayMs = generated;
         }
+        const onRetryArgs: OnRetryArguments = { ...args, retryDelay: retryDelayMs, duration };
+        environment.report('OnRetry', context, onRetryArgs);
+        if (onRetry) await onRetry(onRetryArgs);
+        // An abort during onRetry ends the execution too: delay() rejects with the reason at once.
+        if (retryDelayMs > 0 || context.signal.aborted) await wait(time, retryDelayMs, context.signal);
+      } catch (error) {
+        return Outcome.failure<T>(error);
       }
+      startedAt = measureDuration ? time.monotonic() : 0;
+      outcome = await next(callback, context);
+      if (outcome.ok && shouldHandle === undefined) return outcome;
+    }
+  }
+
+  // Not async: a first attempt that succeeds costs one promise reaction, none when retry is the
+  // innermost strategy (it then calls the callback itself, as the pipeline's last step would).
+  return {
+    execute<T>(callback: Callback<T>, context: ResilienceContext, next: Next) {
+      const startedAt = measureDuration ? time.monotonic() : 0;
+      if (next === invokeCallback && shouldHandle === undefined) {
+        return callbackResult(callback, context).then(Outcome.success<T, unknown>, (error: unknown) =>
+          retryAfter(Outcome.failure<T>(error), startedAt, callback, context, next),
+        );
+      }
+      return next(callback, context).then((outcome) =>
+        outcome.ok && shouldHandle === undefined
+          ? outcome
+          : retryAfter(outcome, startedAt, callback, context, next),
+      );
     },
   };
 }
