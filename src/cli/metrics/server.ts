@@ -19,9 +19,9 @@ export const metricsPaths = ['/metrics', '/livez', '/readyz'] as const;
  */
 export function createMetricsServer(routes: MetricsRoutes): Server {
   const server = createServer((request, response) => {
-    answer(routes, request, response).catch((error: unknown) => {
-      if (!response.headersSent)
-        send(response, 500, 'text/plain; charset=utf-8', `metrics failed: ${String(error)}\n`);
+    answer(routes, request, response).catch(() => {
+      // No detail: an error's text has no business on an unauthenticated endpoint.
+      if (!response.headersSent) send(response, 500, 'text/plain; charset=utf-8', 'metrics failed\n');
       else response.destroy();
     });
   });
