@@ -22,7 +22,8 @@ export interface InstanceEntry {
 /** `resil instances` exit codes (a bad config is 2). */
 const instancesExitCodes = { listed: 0, storeError: 1 } as const;
 
-function toEntry(instance: RegisteredInstance): InstanceEntry {
+/** A registered instance as `resil instances --json` prints it. */
+export function instanceEntryOf(instance: RegisteredInstance): InstanceEntry {
   return {
     instance: instance.instance,
     host: instance.host,
@@ -61,7 +62,7 @@ export async function listInstances(helpers: CommandHelpers, options: { json: bo
     helpers.setExitCode(instancesExitCodes.storeError);
     return;
   }
-  const entries = read.value.map(toEntry);
+  const entries = read.value.map(instanceEntryOf);
   if (options.json) {
     helpers.stdout.write(`${JSON.stringify(entries, null, 2)}\n`);
     return;

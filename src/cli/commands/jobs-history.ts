@@ -34,7 +34,8 @@ function isoOrNull(epochMs: number | undefined): string | null {
   return epochMs === undefined ? null : new Date(epochMs).toISOString();
 }
 
-function toEntry(record: RunRecord): JobHistoryEntry {
+/** A run ledger record as `jobs history --json` prints it. */
+export function historyEntryOf(record: RunRecord): JobHistoryEntry {
   const { startedAt, endedAt } = record;
   return {
     scheduledAt: new Date(record.scheduledAt).toISOString(),
@@ -126,7 +127,7 @@ export async function showJobHistory(
     }
     records = read.value;
   }
-  const entries = records.map(toEntry);
+  const entries = records.map(historyEntryOf);
   if (options.json) {
     helpers.stdout.write(`${JSON.stringify(entries, null, 2)}\n`);
     return;

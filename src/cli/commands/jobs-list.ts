@@ -59,13 +59,15 @@ function nextRunOf(job: ResolvedJob, now: Date, schedules: JobSchedules): Date |
   return next === undefined ? null : new Date(next);
 }
 
-/** Each job's latest run and pause, or `undefined` when the store keeps no ledger or cannot be read. */
+/**
+ * Each job's latest run and pause; `undefined` when the store keeps no ledger, or with the reason
+ * it could not be read within 5 s.
+ */
 async function ledgerViews(
   config: ResolvedConfig,
-  helpers: CommandHelpers,
-): Promise<Map<string, LedgerView> | undefined> {
+): Promise<{ views: Map<string, LedgerView> | undefined; error?: string }> {
   const store = config.store;
-  if (!hasRunLedger(store)) return undefined;
+  if (!hasRunLedger(store)) return { views: undefined };
   const pauses = hasJobPauses(store) ? store : undefined;
   const read = await readStore(store, () =>
     Promise.all(
@@ -82,11 +84,27 @@ async function ledgerViews(
       }),
     ),
   );
-  if (read.ok) return new Map(read.value);
-  helpers.stderr.write(
-    `${helpers.errorStyles.yellow('warning:')} cannot read the run ledger, last runs not shown: ${read.reason}\n`,
-  );
-  return undefined;
+  return read.ok ? { views: new Map(read.value) } : { views: undefined, error: read.reason };
+}
+
+/** What `jobs list --json` prints, and whether (and why not) the store's run ledger was read. */
+export interface JobListing {
+  entries: JobListEntry[];
+  /** True when the store keeps a run ledger and it answered: `lastRun`, `paused` are the store's. */
+  withLedger: boolean;
+  /** Why the ledger could not be read (no credentials in it); the entries then have no last run or pause. */
+  ledgerError?: string;
+}
+
+/**
+ * Each job of the config as `resil jobs list --json` shows it (next run after `now`, last run and
+ * pause from the store's run ledger). Never throws for an unreachable store: see `ledgerError`.
+ */
+export async function readJobListing(config: ResolvedConfig, now = new Date()): Promise<JobListing> {
+  const { views, error } = await ledgerViews(config);
+  const schedules = new JobSchedules();
+  const entries = config.jobs.map((job) => toEntry(job, now, views?.get(job.name), schedules));
+  return { entries, withLedger: views !== undefined, ...(error === undefined ? {} : { ledgerError: error }) };
 }
 
 function toEntry(
@@ -168,15 +186,18 @@ function formatEntries(
 export async function listJobs(helpers: CommandHelpers, options: { json: boolean }): Promise<void> {
   const config = await helpers.loadConfig();
   const now = new Date();
-  const runs = await ledgerViews(config, helpers);
-  const schedules = new JobSchedules();
-  const entries = config.jobs.map((job) => toEntry(job, now, runs?.get(job.name), schedules));
+  const { entries, withLedger, ledgerError } = await readJobListing(config, now);
+  if (ledgerError !== undefined) {
+    helpers.stderr.write(
+      `${helpers.errorStyles.yellow('warning:')} cannot read the run ledger, last runs not shown: ${ledgerError}\n`,
+    );
+  }
   if (options.json) {
     helpers.stdout.write(`${JSON.stringify(entries, null, 2)}\n`);
   } else if (entries.length === 0) {
     helpers.stdout.write(`No jobs in ${config.filepath}.\n`);
   } else {
-    helpers.stdout.write(formatEntries(entries, runs !== undefined, now.getTime(), helpers.styles));
+    helpers.stdout.write(formatEntries(entries, withLedger, now.getTime(), helpers.styles));
     const note = inMemoryStoreNote(config.store);
     if (note !== undefined) helpers.stderr.write(helpers.errorStyles.dim(note));
   }

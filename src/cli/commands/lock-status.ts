@@ -18,7 +18,8 @@ export interface LockStatus {
 /** `<instance>/<uuid>` (or 32 hex digits where randomUUID is missing): the lock strategy's `ownerPrefix` form. */
 const prefixedOwner = /^(.+)\/(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{32})$/;
 
-function instanceOf(owner: string): string | undefined {
+/** The instance in a lease's owner id (`web-1` of `web-1/<uuid>`), or undefined for an owner id of another form. */
+export function instanceOf(owner: string): string | undefined {
   return prefixedOwner.exec(owner)?.[1];
 }
 
