@@ -9,16 +9,16 @@ import {
 } from '../../scripts/bundle-size.ts';
 
 /**
- * Gzipped budgets, in bytes. Each sits a little above the size measured when it was set (2.88,
- * 3.90 and 10.89 kB, of which the execution telemetry, `onPipelineExecuted`, is about 95 bytes),
+ * Gzipped budgets, in bytes. Each sits a little above the size measured when it was set (2.95,
+ * 3.97 and 10.95 kB; the execution telemetry, `onPipelineExecuted`, is about 95 bytes of each),
  * so a change that grows a bundle noticeably fails here and has to raise the budget on purpose.
  * The aim for PipelineBuilder + retry is 2 kB (cockatiel's retry: 1.59 kB measured the same way);
  * most of what remains is option validation with its messages, the duration parser, the ambient
  * context and Polly's backoff formulas.
  */
 const budgets = {
-  retry: 3_000,
-  retryTimeout: 4_050,
+  retry: 3_075,
+  retryTimeout: 4_125,
   full: 11_800,
 } satisfies Record<keyof typeof resilEntries, number>;
 
