@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
 import { Command } from 'commander';
 import type { ResolvedConfig } from '../scheduler/job.ts';
+import { registerDashboardCommand } from './commands/dashboard.ts';
 import { registerInstancesCommand } from './commands/instances.ts';
 import { registerJobsCommands } from './commands/jobs.ts';
 import { registerLockCommands } from './commands/lock.ts';
@@ -77,6 +78,7 @@ Examples:
   $ resil jobs pause nightly-report --reason "db migration"   skip it fleet-wide until resumed
   $ resil lock status nightly-report   show who holds a lock
   $ resil instances                    list the fleet's live instances and their clock offsets
+  $ resil dashboard                    serve a web page of the fleet on http://127.0.0.1:4300/
   $ resil --config ops/resil.config.ts jobs list --json`,
     );
 
@@ -86,6 +88,7 @@ Examples:
   registerJobsCommands(program, helpers);
   registerLockCommands(program, helpers);
   registerInstancesCommand(program, helpers);
+  registerDashboardCommand(program, helpers);
 
   for (const command of program.commands) inheritSettings(command, program);
   return program;

@@ -1,0 +1,85 @@
+import { isIP } from 'node:net';
+import { type Command, InvalidArgumentError } from 'commander';
+import type { CommandHelpers } from '../program.ts';
+
+/** `--port`: a whole number from 0 (any free port) to 65535. */
+function parsePort(value: string): number {
+  const port = /^\d{1,5}$/.test(value) ? Number(value) : Number.NaN;
+  if (!(port >= 0 && port <= 65_535)) {
+    throw new InvalidArgumentError('Expected a port number from 0 to 65535 (0 picks a free port).');
+  }
+  return port;
+}
+
+const hostname =
+  /^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/i;
+
+/** `--host`: an IPv4 or IPv6 address (brackets optional) or a host name; no scheme, no port. */
+function parseHost(value: string): string {
+  const bare = value.startsWith('[') && value.endsWith(']') ? value.slice(1, -1) : value;
+  if (isIP(bare) !== 0 || (bare === value && hostname.test(value))) return bare;
+  const hint = /^[a-z]+:\/\//i.test(value)
+    ? ' (no scheme: --host 127.0.0.1)'
+    : /:\d+$/.test(value) && isIP(value) === 0
+      ? ' (give the port with --port)'
+      : '';
+  throw new InvalidArgumentError(`Expected an IP address or a host name${hint}.`);
+}
+
+/** Adds `resil dashboard [--port <port>] [--host <host>] [--allow-actions]`. */
+export function registerDashboardCommand(program: Command, helpers: CommandHelpers): Command {
+  return program
+    .command('dashboard')
+    .description(
+      "serve a web page of the fleet from the config's store: jobs, runs, leases and instances, live; with --allow-actions, trigger, pause and resume",
+    )
+    .option('--port <port>', 'the TCP port, 0 for any free one', parsePort, 4300)
+    .option(
+      '--host <host>',
+      'the address to listen on; a non-loopback one serves the network',
+      parseHost,
+      '127.0.0.1',
+    )
+    .option(
+      '--allow-actions',
+      'let the page trigger, pause and resume jobs (otherwise every POST answers 403)',
+    )
+    .addHelpText(
+      'after',
+      `
+The page (no external request, works offline) shows each job: its schedule in words
+("every day at 02:00"), timezone, next run, last run with its outcome, duration and instance,
+whether it is paused, and who holds its lease (instance, token, expiry); a job's page has its
+history as a timeline, the error of its latest failure and its next 10 runs; an instances panel
+lists every live resil run with its version, jobs, clock offset and last heartbeat. It asks the
+JSON API every 2 s: GET /api/overview, GET /api/jobs/<name>[?limit=N].
+
+Actions (--allow-actions) are POST /api/jobs/<name>/trigger, /pause (body {"reason": "..."})
+and /resume. Each must come from the dashboard's own page: same Origin, and the page's token
+(new each start) in the x-resil-token header; anything else answers 403. A triggered job runs in
+this process through its whole pipeline, as resil jobs run does; its run and a pause are
+recorded as dashboard@<host>. A paused job is not triggered (409).
+
+Loopback only by default. A non-loopback --host serves whoever reaches it, and with
+--allow-actions prints a warning: the token stops other web sites, not other people.
+Needs a shared store (RedisLockStore or PostgresLockStore) for history, pauses, leases and
+instances: on the in-memory default store the page shows the config's jobs and next runs, and
+says so. Logs (actions, triggered runs) are JSON lines on stdout; LOG_LEVEL sets the level.
+
+Exit codes: 0 after SIGINT/SIGTERM; 2 bad config, bad --port or --host, or the address cannot be
+listened on (port in use, not this machine's); 130/143 after a second SIGINT/SIGTERM.
+
+Examples:
+  $ resil dashboard
+  $ resil dashboard --port 8080 --allow-actions
+  $ resil dashboard --host 0.0.0.0 --port 4300`,
+    )
+    .action(async (options: { port: number; host: string; allowActions?: boolean }) => {
+      const { serveDashboard } = await import('../dashboard/serve.ts');
+      await serveDashboard(helpers, {
+        port: options.port,
+        host: options.host,
+        allowActions: options.allowActions === true,
+      });
+    });
+}

@@ -1,0 +1,204 @@
+import { describeError } from '../../scheduler/credentials.ts';
+import { ShutdownError } from '../../scheduler/errors.ts';
+import type { SchedulerEvent } from '../../scheduler/events.ts';
+import { ledgerKeyOf, type ResolvedConfig, type ResolvedJob } from '../../scheduler/job.ts';
+import type { FireResult, SchedulerLogger } from '../../scheduler/runner.ts';
+import { hasJobPauses, type JobPause, type PausableRunLedger } from '../../strategies/lock/run-ledger.ts';
+import { inMemoryStoreNote, readStore } from '../commands/store-error.ts';
+
+/** An action's answer: the HTTP status and the JSON body. */
+export interface ActionResult {
+  readonly status: number;
+  readonly body: Record<string, unknown>;
+}
+
+/** A pause as the API shows it (as `jobs list --json` does). */
+function pauseView(pause: JobPause): { by: string; pausedAt: string; reason: string | null } {
+  return { by: pause.by, pausedAt: new Date(pause.pausedAt).toISOString(), reason: pause.reason ?? null };
+}
+
+/** How long triggered runs get to settle once the dashboard stops and aborts them (as `jobs run`). */
+const abortSettleMs = 5_000;
+
+/**
+ * The dashboard's actions, each recorded under the dashboard's own name (`dashboard@<host>`): a
+ * triggered run is claimed in the run ledger by that instance name (its history shows it), and a
+ * pause is kept with it as `by`. Triggered runs run here, in the dashboard process, through the
+ * job's whole pipeline, exactly as `resil jobs run` runs them.
+ */
+export class DashboardActions {
+  readonly #config: ResolvedConfig;
+  readonly #logger: SchedulerLogger;
+  readonly #running = new Set<Promise<unknown>>();
+  readonly #stopping = new AbortController();
+
+  constructor(config: ResolvedConfig, options: { instance: string; logger: SchedulerLogger }) {
+    this.#config = { ...config, instance: options.instance };
+    this.#logger = options.logger;
+  }
+
+  /** The name actions are recorded under. */
+  get instance(): string {
+    return this.#config.instance;
+  }
+
+  /**
+   * Runs the job now. Answers once the run started (202, with its occurrence and token) or once it
+   * was decided not to run: 409 while the job is paused (resume it first: a dashboard does not
+   * force) or while another occurrence holds its lock, 503 when the store is unreachable. The run
+   * goes on after the answer; its end is in the run ledger and in the dashboard's log.
+   */
+  async trigger(job: ResolvedJob): Promise<ActionResult> {
+    if (this.#stopping.signal.aborted) return { status: 503, body: { error: 'the dashboard is stopping' } };
+    const { store } = this.#config;
+    if (hasJobPauses(store)) {
+      const read = await readStore(store, () => store.pauseOf(job.name, { key: ledgerKeyOf(job) }));
+      if (!read.ok) return unreachable(read.reason);
+      if (read.value !== undefined) {
+        return {
+          status: 409,
+          body: {
+            error: `${job.name} is paused by ${read.value.by}: resume it first (or run it anyway with resil jobs run ${job.name} --force)`,
+            job: job.name,
+            pause: pauseView(read.value),
+          },
+        };
+      }
+    }
+    const { runJobNow } = await import('../../scheduler/runner.ts');
+    let answer!: (result: ActionResult) => void;
+    const answered = new Promise<ActionResult>((resolve) => {
+      answer = resolve;
+    });
+    const onEvent = (event: SchedulerEvent) => {
+      if (event.type !== 'started') return;
+      answer({
+        status: 202,
+        body: {
+          job: job.name,
+          outcome: 'running',
+          scheduledAt: event.scheduledAt.toISOString(),
+          instance: event.instance,
+          token: event.token ?? null,
+        },
+      });
+    };
+    this.#logger.info({ action: 'trigger', job: job.name }, `dashboard: triggering ${job.name}`);
+    const run = runJobNow(this.#config, job.name, this.#logger, { signal: this.#stopping.signal, onEvent })
+      .then((result) => answer(this.#resultOf(job, result)))
+      .catch((error: unknown) =>
+        answer({ status: 500, body: { error: describeError(error), job: job.name } }),
+      )
+      .finally(() => this.#running.delete(run));
+    this.#running.add(run);
+    return answered;
+  }
+
+  /** A run that ended before it could be answered as started: skipped, or failed before it began. */
+  #resultOf(job: ResolvedJob, result: FireResult): ActionResult {
+    const base = { job: job.name, outcome: result.outcome, token: result.token ?? null };
+    if (result.outcome === 'success') return { status: 200, body: base };
+    if (result.outcome === 'failure') {
+      return { status: 200, body: { ...base, error: describeError(result.error) } };
+    }
+    if (result.reason === 'store-unavailable') {
+      return unreachable(result.error === undefined ? 'no answer' : describeError(result.error));
+    }
+    const why =
+      result.reason === 'overlap'
+        ? `another occurrence of ${job.name} holds its lock`
+        : `skipped (${result.reason ?? 'unknown reason'})`;
+    return { status: 409, body: { ...base, reason: result.reason ?? null, error: why } };
+  }
+
+  /** Pauses the job fleet-wide, `by` the dashboard's name: 200, or 409 without a shared store, 503 unreachable. */
+  async pause(job: ResolvedJob, reason: string | undefined): Promise<ActionResult> {
+    const { ledger, refused } = this.#sharedLedger('pause');
+    if (ledger === undefined) return refused;
+    const key = ledgerKeyOf(job);
+    const by = this.instance;
+    const read = await readStore(ledger, async () => {
+      await ledger.pauseJob(job.name, { key, by, ...(reason === undefined ? {} : { reason }) });
+      return ledger.pauseOf(job.name, { key });
+    });
+    if (!read.ok) return unreachable(read.reason);
+    this.#logger.info({ action: 'pause', job: job.name, by, reason }, `dashboard: paused ${job.name}`);
+    const pause = read.value ?? { pausedAt: Date.now(), by, reason };
+    return { status: 200, body: { job: job.name, paused: true, pause: pauseView(pause) } };
+  }
+
+  /** Lifts the job's pause: 200 (also when it was not paused), or 409 without a shared store, 503 unreachable. */
+  async resume(job: ResolvedJob): Promise<ActionResult> {
+    const { ledger, refused } = this.#sharedLedger('resume');
+    if (ledger === undefined) return refused;
+    const key = ledgerKeyOf(job);
+    const read = await readStore(ledger, async () => {
+      const pause = await ledger.pauseOf(job.name, { key });
+      await ledger.resumeJob(job.name, { key });
+      return pause;
+    });
+    if (!read.ok) return unreachable(read.reason);
+    this.#logger.info(
+      { action: 'resume', job: job.name, by: this.instance },
+      `dashboard: resumed ${job.name}`,
+    );
+    return {
+      status: 200,
+      body: {
+        job: job.name,
+        paused: false,
+        resumed: read.value === undefined ? null : pauseView(read.value),
+      },
+    };
+  }
+
+  /** The store, when its pauses are the fleet's; else the 409 that says why not. */
+  #sharedLedger(
+    action: 'pause' | 'resume',
+  ): { ledger: PausableRunLedger; refused?: never } | { ledger?: never; refused: ActionResult } {
+    const { store } = this.#config;
+    let why: string | undefined;
+    if (inMemoryStoreNote(store) !== undefined) {
+      why = "the config's store is the in-memory MemoryLockStore, which holds this process's runs only";
+    } else if (!hasJobPauses(store)) {
+      why = "the config's store keeps no run ledger with pauses (pauseJob, resumeJob, pauseOf)";
+    }
+    if (why === undefined && hasJobPauses(store)) return { ledger: store };
+    return {
+      refused: {
+        status: 409,
+        body: {
+          error: `${action} needs a shared store that every resil run reads, RedisLockStore or PostgresLockStore: ${why}`,
+        },
+      },
+    };
+  }
+
+  /**
+   * Aborts the signals of the runs still going (`ShutdownError`, their leases are then released)
+   * and waits up to 5 s for them to settle; a run that ignores its signal is left behind, and its
+   * lease expires after its ttl.
+   */
+  async stop(): Promise<void> {
+    this.#stopping.abort(new ShutdownError('The dashboard is stopping.'));
+    if (this.#running.size === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    const settled = await Promise.race([
+      Promise.allSettled([...this.#running]).then(() => true),
+      new Promise<false>((resolve) => {
+        timer = setTimeout(() => resolve(false), abortSettleMs);
+      }),
+    ]);
+    clearTimeout(timer);
+    if (!settled) {
+      this.#logger.error(
+        { running: this.#running.size, abortSettleMs },
+        'triggered runs ignored their aborted signal: stopping without them; their leases expire after their ttl',
+      );
+    }
+  }
+}
+
+function unreachable(reason: string): ActionResult {
+  return { status: 503, body: { error: `lock store unreachable: ${reason}` } };
+}

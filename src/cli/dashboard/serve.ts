@@ -1,0 +1,103 @@
+import { hostname } from 'node:os';
+import { inMemoryStoreNote } from '../commands/store-error.ts';
+import type { CommandHelpers } from '../program.ts';
+import { resolveLogLevel, UsageError } from '../usage-error.ts';
+import { isLoopbackHost } from './request-guard.ts';
+import { type DashboardServer, startDashboardServer } from './server.ts';
+
+export interface DashboardOptions {
+  readonly port: number;
+  readonly host: string;
+  readonly allowActions: boolean;
+}
+
+const signalExitCodes: Record<string, number> = { SIGINT: 130, SIGTERM: 143 };
+
+/** Why listening failed, in words a user can act on. */
+function listenError(error: unknown, options: DashboardOptions): UsageError {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  const where = `${options.host} port ${options.port}`;
+  switch (code) {
+    case 'EADDRINUSE':
+      return new UsageError(`cannot listen on ${where}: the port is in use; pick another with --port`);
+    case 'EACCES':
+      return new UsageError(`cannot listen on ${where}: not permitted (ports below 1024 need privileges)`);
+    case 'EADDRNOTAVAIL':
+      return new UsageError(
+        `cannot listen on ${where}: --host ${options.host} is not an address of this machine`,
+      );
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+      return new UsageError(`cannot listen on ${where}: --host ${options.host} does not resolve`);
+    default:
+      return new UsageError(`cannot listen on ${where}: ${(error as Error).message ?? String(error)}`);
+  }
+}
+
+/**
+ * `resil dashboard`: serves the page and its API until SIGINT/SIGTERM, then stops (triggered runs
+ * get 5 s to settle after their signals abort) and exits 0; a second signal exits at once.
+ * Exit 2 for a bad config or when it cannot listen on `--host`/`--port`.
+ */
+export async function serveDashboard(helpers: CommandHelpers, options: DashboardOptions): Promise<void> {
+  const level = resolveLogLevel(undefined);
+  const config = await helpers.loadConfig();
+  const { createLogger } = await import('../logger.ts');
+  const logger = createLogger({ level });
+  const { errorStyles, stderr } = helpers;
+  const instance = `dashboard@${hostname()}`;
+  if (options.allowActions && !isLoopbackHost(options.host)) {
+    stderr.write(
+      `${errorStyles.yellow('warning:')} --host ${options.host} is not a loopback address and --allow-actions is on: anyone who can reach it can trigger, pause and resume jobs (the page's token stops other web sites, not other people); put it behind an authenticating proxy, or drop --allow-actions\n`,
+    );
+  }
+  let server: DashboardServer;
+  try {
+    server = await startDashboardServer({
+      config,
+      host: options.host,
+      port: options.port,
+      actions: options.allowActions,
+      instance,
+      logger,
+    });
+  } catch (error) {
+    throw listenError(error, options);
+  }
+  const note = inMemoryStoreNote(config.store);
+  if (note !== undefined) stderr.write(errorStyles.dim(note));
+  const store = config.store.constructor?.name;
+  logger.info(
+    {
+      href: server.url,
+      host: options.host,
+      port: server.port,
+      actions: options.allowActions,
+      instance,
+      store,
+    },
+    `dashboard on ${server.url} (${options.allowActions ? `actions on, recorded as ${instance}` : 'read-only'})`,
+  );
+
+  await new Promise<void>((resolve) => {
+    let received = false;
+    const onSignal = (signal: NodeJS.Signals) => {
+      if (received) {
+        logger.warn({ signal }, 'second signal: exiting at once');
+        logger.flush();
+        process.exit(signalExitCodes[signal] ?? 130);
+      }
+      received = true;
+      logger.info({ signal }, 'signal received: stopping the dashboard (send it again to exit at once)');
+      server.close().then(resolve, (error: unknown) => {
+        logger.error({ err: error }, 'error while stopping the dashboard');
+        resolve();
+      });
+    };
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
+  });
+  logger.info('dashboard stopped');
+  logger.flush();
+  helpers.setExitCode(0);
+}
