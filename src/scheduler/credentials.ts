@@ -1,10 +1,6 @@
-// `scheme://user:password@` -> `scheme://user:[redacted]@` (also `redis://:password@`).
-const urlCredentials = /\b([a-z][a-z0-9+.-]*:\/\/)([^\s:/@]*):([^\s@/]+)@/gi;
+import { redactCredentials } from '../stores/credentials.ts';
 
-/** `text` with the password of every URL in it replaced, for logs and the run ledger. */
-export function redactCredentials(text: string): string {
-  return text.includes('://') ? text.replace(urlCredentials, '$1$2:[redacted]@') : text;
-}
+export { redactCredentials };
 
 /** A one-line description of `error` that is safe to store and log: no URL passwords, bounded length. */
 export function describeError(error: unknown, maxLength = 500): string {

@@ -1,18 +1,10 @@
 import { StoreUnavailableError } from '../../strategies/lock/errors.ts';
+import { redactCredentials } from '../credentials.ts';
 
 interface PgErrorFields {
   code?: unknown;
   severity?: unknown;
   message?: unknown;
-}
-
-// `scheme://user:password@host` and `password=...` (libpq key/value strings).
-const urlCredentials = /([a-z][a-z0-9+.-]*:\/\/[^:/?#@\s]*:)[^@\s]*@/gi;
-const keywordPassword = /(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)/gi;
-
-/** Removes passwords from text that may quote a connection string. */
-export function redactCredentials(text: string): string {
-  return text.replace(urlCredentials, '$1***@').replace(keywordPassword, '$1***');
 }
 
 /**

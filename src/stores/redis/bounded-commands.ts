@@ -1,4 +1,5 @@
 import { StoreUnavailableError } from '../../strategies/lock/errors.ts';
+import { redactCredentials } from '../credentials.ts';
 import { isNoScriptError } from './scripts.ts';
 
 /** What the store needs of an ioredis `Redis` or `Cluster`. */
@@ -203,9 +204,4 @@ export function commandError(operation: string, key: string, error: unknown): St
 /** `acquire for "key"`, or just `TIME` for an operation without a key. */
 export function describe(operation: string, key: string): string {
   return key === '' ? operation : `${operation} for "${key}"`;
-}
-
-/** Removes `user:password@` from anything shaped like a URL. */
-export function redactCredentials(text: string): string {
-  return text.replace(/([a-z][a-z0-9+.-]*:\/\/)[^\s/@]*@/gi, '$1***@');
 }

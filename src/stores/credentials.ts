@@ -1,0 +1,20 @@
+/**
+ * The one place that removes passwords from text resil logs, stores or throws: connection URLs
+ * (`scheme://user:password@host`, also `redis://:password@host`) and libpq key/value strings
+ * (`password=secret`, `password='se cret'`). The user name stays: it says which account failed.
+ */
+
+/** `scheme://user:` then the password, up to the `@` that ends the user info. */
+const urlPassword = /\b([a-z][a-z0-9+.-]*:\/\/[^\s:/?#@]*:)[^\s@/]+@/gi;
+/** `password=...`, the value bare or single-quoted (with `\'` or `''` inside), as libpq reads it. */
+const keywordPassword = /\b(password\s*=\s*)('(?:[^'\\]|\\.|'')*'|[^\s'][^\s]*)/gi;
+
+/** What a password is replaced with. */
+export const redacted = '[redacted]';
+
+/** `text` with every password it quotes replaced by `[redacted]`. */
+export function redactCredentials(text: string): string {
+  let safe = text.includes('://') ? text.replace(urlPassword, `$1${redacted}@`) : text;
+  if (/password/i.test(safe)) safe = safe.replace(keywordPassword, `$1${redacted}`);
+  return safe;
+}
