@@ -55,7 +55,7 @@ const nextRunSliceMs = 4;
 /**
  * The `resil_*` metrics of one `resil run`, on `registry`: `record(event)` turns each scheduler
  * event into counter, histogram and gauge updates (synchronous; each job's series are bound to its
- * label values once, at its first event); next runs and the clock offset are read when scraped.
+ * label values once, at the start or at its first event); next runs and the clock offset are read when scraped.
  *
  * @example
  * const metrics = new JobMetrics(registry, runner);
