@@ -13,9 +13,13 @@ const exitCodes = { ok: 0, failure: 1, usage: 2, config: 2 } as const;
 /** Closing a store's connection must not hold the exit up. */
 const closeDeadlineMs = 1_000;
 
-/** `target.method()` if it has one, bounded by `closeDeadlineMs`; true when there was one to call. */
-async function callBounded(target: unknown, method: string): Promise<boolean> {
-  if (typeof target !== 'object' || target === null) return false;
+/** Exporting the telemetry's buffered spans and metrics (`telemetry.flush()`) may take this long. */
+const flushDeadlineMs = 5_000;
+
+/** `target.method()` if it has one, bounded by `deadlineMs`; true when there was one to call. */
+async function callBounded(target: unknown, method: string, deadlineMs = closeDeadlineMs): Promise<boolean> {
+  // A function may carry methods too (openTelemetry() is a pipeline listener with flush()).
+  if ((typeof target !== 'object' && typeof target !== 'function') || target === null) return false;
   const close = (target as Record<string, unknown>)[method];
   if (typeof close !== 'function') return false;
   let timer: NodeJS.Timeout | undefined;
@@ -23,7 +27,7 @@ async function callBounded(target: unknown, method: string): Promise<boolean> {
     await Promise.race([
       Promise.resolve(close.call(target)).catch(() => {}),
       new Promise((resolve) => {
-        timer = setTimeout(resolve, closeDeadlineMs);
+        timer = setTimeout(resolve, deadlineMs);
       }),
     ]);
   } finally {
@@ -128,6 +132,8 @@ export async function main(argv: readonly string[] = process.argv): Promise<neve
   } catch (error) {
     exitCode = reportError(error, helpers);
   }
+  // Before the store closes: an exporter may still need what the jobs opened.
+  await callBounded(config?.telemetry, 'flush', flushDeadlineMs);
   await closeStore(config?.store);
   await Promise.all([flush(process.stdout), flush(process.stderr)]);
   process.exit(exitCode);

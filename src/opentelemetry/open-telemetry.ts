@@ -25,13 +25,21 @@ export interface OpenTelemetryOptions {
    * config, each job's pipeline is named after the job.
    */
   pipeline?: string;
+  /**
+   * Exports what the SDK still buffers, e.g. `() => sdk.shutdown()` or
+   * `() => tracerProvider.forceFlush()`: the `resil` CLI calls the config's `telemetry.flush()`
+   * before it exits (at most 5 s), so a batching processor loses no span. Defaults to none.
+   */
+  flush?: () => void | Promise<void>;
 }
 
 /**
  * A pipeline's telemetry listener that also fits the config's `telemetry` (see
  * {@link openTelemetry}).
  */
-export interface OpenTelemetryListener extends TelemetryListener, Required<SchedulerTelemetry> {
+export interface OpenTelemetryListener
+  extends TelemetryListener,
+    Required<Pick<SchedulerTelemetry, 'pipelineListener' | 'onSchedulerEvent'>> {
   /** Records the execution in `resil.pipeline.duration`. */
   onPipelineExecuted(event: PipelineExecutedEvent): void;
   /**
@@ -41,6 +49,8 @@ export interface OpenTelemetryListener extends TelemetryListener, Required<Sched
   pipelineListener(pipeline: string): OpenTelemetryListener;
   /** Turns each finished job run into a span `resil.job <name>`. */
   onSchedulerEvent(event: SchedulerEvent): void;
+  /** The `flush` option's function, or nothing to do without one. */
+  flush(): Promise<void>;
 }
 
 function checkMethods(option: string, value: unknown, methods: readonly string[], expected: string): void {
@@ -83,7 +93,8 @@ function checkPipelineName(option: string, pipeline: unknown): void {
  */
 export function openTelemetry(options: OpenTelemetryOptions = {}): OpenTelemetryListener {
   checkOption('options', options, typeof options === 'object' && options !== null, 'an options object');
-  const { tracer, meter, pipeline } = options;
+  const { tracer, meter, pipeline, flush } = options;
+  checkOption('flush', flush, flush === undefined || typeof flush === 'function', 'a function');
   checkMethods('tracer', tracer, ['startSpan'], 'an OpenTelemetry Tracer (startSpan)');
   checkMethods(
     'meter',
@@ -101,6 +112,9 @@ export function openTelemetry(options: OpenTelemetryOptions = {}): OpenTelemetry
         return listenerFor(other);
       },
       onSchedulerEvent,
+      async flush() {
+        await flush?.();
+      },
     });
   return listenerFor(pipeline);
 }

@@ -118,6 +118,11 @@ export interface SchedulerTelemetry {
   pipelineListener?(job: string): TelemetryListener | undefined;
   /** Receives every scheduler event, as a `scheduler.on()` subscriber does. */
   onSchedulerEvent?(event: SchedulerEvent): void;
+  /**
+   * Exports what is still buffered (a batching span processor, a periodic metric reader). The
+   * `resil` CLI awaits it, for at most 5 s, after each command and before the process exits.
+   */
+  flush?(): void | Promise<void>;
 }
 
 export interface ResilConfig {

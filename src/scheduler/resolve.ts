@@ -135,7 +135,7 @@ function hooks(object: Record<string, unknown>, report: Report): JobHooks {
   return valid as JobHooks;
 }
 
-const telemetryMembers = ['pipelineListener', 'onSchedulerEvent'] as const;
+const telemetryMembers = ['pipelineListener', 'onSchedulerEvent', 'flush'] as const;
 const telemetryExample = 'openTelemetry({ tracer, meter }) from resil/opentelemetry';
 
 /** The config's `telemetry`, or `undefined` after reporting what is wrong with it. */

@@ -118,6 +118,52 @@ describe('telemetry in a config file', () => {
     expect(broken!.attributes).not.toHaveProperty('resil.token');
   });
 
+  it.each([
+    ['with flush, the CLI exports the batch before it exits', true],
+    ['without flush, a batch still waiting is lost (the control)', false],
+  ])('a batching span processor: %s', async (_, withFlush) => {
+    const batched = createProject();
+    symlinkSync(
+      join(repoRoot, 'node_modules/@opentelemetry'),
+      batched.path('node_modules/@opentelemetry'),
+      'dir',
+    );
+    const file = batched.path('spans.jsonl');
+    batched.write(
+      'resil.config.ts',
+      `import { appendFileSync } from 'node:fs';
+import { defineConfig } from 'resil';
+import { openTelemetry } from 'resil/opentelemetry';
+import { BasicTracerProvider, BatchSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
+
+const exporter = {
+  export(spans: ReadableSpan[], done: (result: { code: number }) => void) {
+    for (const { name } of spans) appendFileSync(${JSON.stringify(file)}, name + '\\n');
+    done({ code: 0 });
+  },
+  shutdown: async () => {},
+};
+// Exports every minute: a one-shot command ends long before that.
+const provider = new BasicTracerProvider({
+  spanProcessors: [new BatchSpanProcessor(exporter, { scheduledDelayMillis: 60_000 })],
+});
+
+export default defineConfig({
+  telemetry: openTelemetry({ tracer: provider.getTracer('batched')${withFlush ? ', flush: () => provider.forceFlush()' : ''} }),
+  jobs: [{ name: 'beat', schedule: '0 2 * * *', run: async () => {} }],
+});
+`,
+    );
+    try {
+      const result = await runCli(['jobs', 'run', 'beat'], { cwd: batched.directory });
+      expect(result.code, result.stderr).toBe(0);
+      const exported = existsSync(file) ? readFileSync(file, 'utf8') : '';
+      expect(exported).toBe(withFlush ? 'resil.job beat\n' : '');
+    } finally {
+      batched.remove();
+    }
+  });
+
   it('a bad telemetry value exits 2 with the config error', async () => {
     const other = createProject({
       'resil.config.ts': `import { defineConfig } from 'resil';

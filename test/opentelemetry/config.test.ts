@@ -40,7 +40,7 @@ describe('the config option telemetry', () => {
       `${file}: option "telemetry": expected a telemetry object such as openTelemetry({ tracer, meter }) from resil/opentelemetry, got "otel"`,
     ]);
     expect(problemsOf({ onSchedulerEvnt() {} })).toEqual([
-      `${file}: option "telemetry.onSchedulerEvnt": unknown option (did you mean "telemetry.onSchedulerEvent"?); known options: pipelineListener, onSchedulerEvent`,
+      `${file}: option "telemetry.onSchedulerEvnt": unknown option (did you mean "telemetry.onSchedulerEvent"?); known options: pipelineListener, onSchedulerEvent, flush`,
       `${file}: option "telemetry": expected pipelineListener(job) and/or onSchedulerEvent(event), as openTelemetry({ tracer, meter }) from resil/opentelemetry has; got neither`,
     ]);
     expect(problemsOf({ pipelineListener: 3 })).toEqual([
