@@ -1,0 +1,605 @@
+/**
+ * `resil dashboard` over HTTP, without a browser: the built binary, its status codes, JSON shapes,
+ * the action guard, bad options, and the in-memory store.
+ */
+
+import { request as httpRequest } from 'node:http';
+import { createServer, type Server } from 'node:net';
+import { hostname } from 'node:os';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RedisLockStore } from '../../src/stores/redis/store.ts';
+import { createProject, ensureCliBuilt, type Project, runCli, tsConfig } from '../cli/cli-support.ts';
+import { ensureBuilt, type RunFixture } from '../cli/run-process.ts';
+import { freePort } from '../support/processes.ts';
+import { deleteKeys, redisUrlForTests, uniquePrefix } from '../support/redis.ts';
+import { type DashboardProcess, startDashboard, writeDashboardFixture } from './dashboard-process.ts';
+
+const redisUrl = await redisUrlForTests();
+const dashboardInstance = `dashboard@${hostname()}`;
+
+interface Answer {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  text: string;
+  json: () => any;
+}
+
+/** One request with exactly `headers` (node:http, so Host and Origin are ours to set). */
+function call(
+  base: string,
+  path: string,
+  options: { method?: string; headers?: Record<string, string>; body?: string } = {},
+): Promise<Answer> {
+  const url = new URL(path, base);
+  return new Promise((resolve, reject) => {
+    const request = httpRequest(
+      url,
+      { method: options.method ?? 'GET', headers: { connection: 'close', ...options.headers } },
+      (response) => {
+        let text = '';
+        response.setEncoding('utf8');
+        response.on('data', (chunk: string) => {
+          text += chunk;
+        });
+        response.on('end', () =>
+          resolve({
+            status: response.statusCode!,
+            headers: response.headers,
+            text,
+            json: () => JSON.parse(text),
+          }),
+        );
+      },
+    );
+    request.on('error', reject);
+    request.end(options.body);
+  });
+}
+
+/** The page's token, from its `<meta name="resil-token">`. */
+async function pageToken(dashboard: DashboardProcess): Promise<string | undefined> {
+  const page = await call(dashboard.url, '/');
+  return /<meta name="resil-token" content="([^"]+)">/.exec(page.text)?.[1];
+}
+
+/** A POST as the dashboard's own page sends it. */
+function act(dashboard: DashboardProcess, token: string, path: string, body = '{}', headers = {}) {
+  return call(dashboard.url, path, {
+    method: 'POST',
+    headers: {
+      origin: dashboard.origin,
+      'x-resil-token': token,
+      'content-type': 'application/json',
+      ...headers,
+    },
+    body,
+  });
+}
+
+/** A port this test holds on 127.0.0.1: binding it again fails with EADDRINUSE, on 0.0.0.0 too. */
+async function holdPort(): Promise<{ port: number; server: Server }> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { port: (server.address() as { port: number }).port, server };
+}
+
+beforeAll(() => {
+  ensureCliBuilt();
+  ensureBuilt();
+}, 200_000);
+
+describe('resil dashboard: the command', () => {
+  let project: Project;
+  beforeAll(() => {
+    project = createProject({
+      'resil.config.ts': tsConfig(`[
+        { name: 'report', schedule: '0 2 * * *', run: async () => {} },
+        { name: 'tick', schedule: '*/10 * * * * *', run: async () => {} },
+      ]`),
+    });
+  });
+  afterAll(() => project.remove());
+
+  it('--help names every option, the API, the actions, the exit codes and examples; resil --help lists it', async () => {
+    const help = await runCli(['dashboard', '--help']);
+    expect(help.code).toBe(0);
+    for (const text of [
+      '--port <port>',
+      '(default: 4300)',
+      '--host <host>',
+      '(default: "127.0.0.1")',
+      '--allow-actions',
+      'GET /api/overview, GET /api/jobs/<name>[?limit=N]',
+      'POST /api/jobs/<name>/trigger, /pause',
+      'x-resil-token',
+      'dashboard@<host>',
+      'Exit codes: 0 after SIGINT/SIGTERM; 2 bad config, bad --port or --host',
+      '$ resil dashboard --port 8080 --allow-actions',
+    ])
+      expect(help.stdout).toContain(text);
+    const top = await runCli(['--help']);
+    expect(top.stdout).toMatch(/dashboard \[options\]/);
+    expect(top.stdout).toContain('$ resil dashboard ');
+  });
+
+  it.each([
+    [
+      ['--port', 'abc'],
+      "option '--port <port>' argument 'abc' is invalid. Expected a port number from 0 to 65535",
+    ],
+    [['--port', '65536'], "argument '65536' is invalid. Expected a port number from 0 to 65535"],
+    [['--port', '-1'], "option '--port <port>' argument '-1' is invalid. Expected a port number"],
+    [['--host', 'http://127.0.0.1'], 'Expected an IP address or a host name (no scheme: --host 127.0.0.1).'],
+    [['--host', '127.0.0.1:8080'], 'Expected an IP address or a host name (give the port with --port).'],
+    [['--host', 'not a host'], "option '--host <host>' argument 'not a host' is invalid"],
+    [['--host', ''], "option '--host <host>' argument '' is invalid"],
+  ])('%j: exit 2 with a clear error', async (args, message) => {
+    const result = await runCli(['dashboard', ...args], { cwd: project.directory });
+    expect(result.code, result.stderr).toBe(2);
+    expect(result.stdout).toBe('');
+    expect(result.stderr).toContain(message);
+  });
+
+  it('an address that is not this machine, a port in use: exit 2 naming it; a non-loopback host warns only with actions', async () => {
+    const notOurs = await runCli(['dashboard', '--host', '192.0.2.1', '--port', '0'], {
+      cwd: project.directory,
+    });
+    expect(notOurs.code, notOurs.stderr).toBe(2);
+    expect(notOurs.stderr).toContain(
+      'error: cannot listen on 192.0.2.1 port 0: --host 192.0.2.1 is not an address of this machine\n',
+    );
+    const held = await holdPort();
+    try {
+      const inUse = await runCli(['dashboard', '--port', String(held.port)], { cwd: project.directory });
+      expect(inUse.code).toBe(2);
+      expect(inUse.stderr).toBe(
+        `error: cannot listen on 127.0.0.1 port ${held.port}: the port is in use; pick another with --port\n`,
+      );
+      // 0.0.0.0 cannot take a port 127.0.0.1 holds: the warning is seen, and nothing listens on the network.
+      const wide = ['dashboard', '--host', '0.0.0.0', '--port', String(held.port)];
+      const withActions = await runCli([...wide, '--allow-actions'], { cwd: project.directory });
+      expect(withActions.code).toBe(2);
+      expect(withActions.stderr).toMatch(
+        /^warning: --host 0\.0\.0\.0 is not a loopback address and --allow-actions is on: anyone who can reach it can trigger, pause and resume jobs/,
+      );
+      const readOnly = await runCli(wide, { cwd: project.directory });
+      expect(readOnly.code).toBe(2);
+      expect(readOnly.stderr).not.toContain('warning');
+      const loopbackActions = await runCli(
+        ['dashboard', '--host', 'localhost', '--port', String(held.port), '--allow-actions'],
+        { cwd: project.directory },
+      );
+      expect(loopbackActions.stderr).not.toContain('warning');
+    } finally {
+      held.server.close();
+    }
+  });
+
+  it('on the in-memory store: serves the jobs and next runs, says history, pauses, leases and instances need a shared store; pause is 409', async () => {
+    const dashboard = await startDashboard({ cwd: project.directory, args: ['--allow-actions'] });
+    try {
+      expect(dashboard.process.output()).toContain(
+        "note: the config's store is the in-memory MemoryLockStore",
+      );
+      const overview = (await call(dashboard.url, '/api/overview')).json();
+      expect(overview.store).toEqual({
+        name: 'MemoryLockStore',
+        shared: false,
+        runLedger: true,
+        pauses: false,
+        instances: false,
+        leases: true,
+        error: null,
+        notes: [
+          "The config's store is the in-memory MemoryLockStore: it holds this dashboard's own runs only. History, pauses, leases and instances need a shared store (RedisLockStore or PostgresLockStore) that every resil run uses.",
+        ],
+      });
+      expect(overview.instances).toBeNull();
+      expect(
+        overview.jobs.map((job: { name: string; description: string }) => [job.name, job.description]),
+      ).toEqual([
+        ['report', 'every day at 02:00'],
+        ['tick', 'every 10 seconds'],
+      ]);
+      expect(Date.parse(overview.jobs[1].nextRun) - Date.now()).toBeLessThanOrEqual(10_000);
+      const token = (await pageToken(dashboard))!;
+      const pause = await act(dashboard, token, '/api/jobs/report/pause');
+      expect(pause.status).toBe(409);
+      expect(pause.json().error).toBe(
+        "pause needs a shared store that every resil run reads, RedisLockStore or PostgresLockStore: the config's store is the in-memory MemoryLockStore, which holds this process's runs only",
+      );
+      // A trigger runs in the dashboard's process, as resil jobs run would in its own.
+      const trigger = await act(dashboard, token, '/api/jobs/report/trigger');
+      expect([200, 202]).toContain(trigger.status);
+      expect(trigger.json()).toMatchObject({ job: 'report', instance: dashboardInstance });
+      dashboard.process.kill('SIGTERM');
+      expect(await dashboard.process.exited).toEqual({ code: 0, signal: null });
+    } finally {
+      await dashboard.stop();
+    }
+  });
+});
+
+describe('resil dashboard on a store that does not answer', () => {
+  it("still serves: the jobs and next runs, the store's error (no password); actions 503", async () => {
+    const fixture = writeDashboardFixture({
+      prefix: uniquePrefix('dashboard-down'),
+      jobs: [{ name: 'report', schedule: '0 2 * * *', workMs: 10 }],
+    });
+    const url = `redis://:s3cret-password@127.0.0.1:${await freePort()}`;
+    const dashboard = await startDashboard({
+      cwd: fixture.directory,
+      configPath: fixture.configPath,
+      args: ['--allow-actions'],
+      env: { FIXTURE_REDIS_URL: url, FIXTURE_INSTANCE: 'ops-1' },
+    });
+    try {
+      const started = performance.now();
+      const answer = await call(dashboard.url, '/api/overview');
+      expect(performance.now() - started).toBeLessThan(6_000);
+      expect(answer.status).toBe(200);
+      const overview = answer.json();
+      expect(overview.store.error).toMatch(/\S/);
+      expect(overview.jobs).toMatchObject([
+        { name: 'report', nextRun: expect.any(String), lastRun: null, lease: null },
+      ]);
+      expect(overview.instances).toBeNull();
+      const token = (await pageToken(dashboard))!;
+      for (const action of ['pause', 'resume', 'trigger']) {
+        const refused = await act(dashboard, token, `/api/jobs/report/${action}`);
+        expect(refused.status, action).toBe(503);
+        expect(refused.json().error, action).toMatch(/^lock store unreachable: \S/);
+        expect(refused.text).not.toContain('s3cret');
+      }
+      expect(answer.text).not.toContain('s3cret');
+      expect(dashboard.process.output()).not.toContain('s3cret');
+    } finally {
+      await dashboard.stop();
+      fixture.remove();
+    }
+  }, 30_000);
+});
+
+describe.skipIf(!redisUrl)('resil dashboard on Redis: the API', () => {
+  let client: Redis;
+  let fixture: RunFixture;
+  let store: RedisLockStore;
+  let dashboard: DashboardProcess;
+  let readOnly: DashboardProcess;
+  let token: string;
+
+  beforeAll(async () => {
+    client = new Redis(redisUrl!);
+    fixture = writeDashboardFixture({
+      prefix: uniquePrefix('dashboard-http'),
+      jobs: [
+        { name: 'report', schedule: '0 2 * * *', workMs: 10, timezone: 'Europe/Berlin' },
+        { name: 'quick', schedule: '0 3 1 1 *', workMs: 10 },
+        { name: 'unlocked', schedule: '0 4 1 1 *', workMs: 10, lock: false },
+      ],
+    });
+    store = new RedisLockStore(client, { prefix: fixture.prefix });
+    const options = {
+      cwd: fixture.directory,
+      configPath: fixture.configPath,
+      env: { FIXTURE_REDIS_URL: redisUrl!, FIXTURE_INSTANCE: 'ops-1' },
+    };
+    [dashboard, readOnly] = await Promise.all([
+      startDashboard({ ...options, args: ['--allow-actions'] }),
+      startDashboard(options),
+    ]);
+    token = (await pageToken(dashboard))!;
+  });
+  afterAll(async () => {
+    await Promise.all([dashboard?.stop(), readOnly?.stop()]);
+    await deleteKeys(client, fixture.prefix);
+    fixture.remove();
+    await client.quit();
+  });
+
+  it('serves the page, its script and style from itself alone, a few tens of kB, under a strict CSP', async () => {
+    const [page, script, style] = await Promise.all([
+      call(dashboard.url, '/'),
+      call(dashboard.url, '/dashboard.js'),
+      call(dashboard.url, '/dashboard.css'),
+    ]);
+    expect([page.status, script.status, style.status]).toEqual([200, 200, 200]);
+    expect(page.headers['content-type']).toBe('text/html; charset=utf-8');
+    expect(script.headers['content-type']).toBe('text/javascript; charset=utf-8');
+    expect(style.headers['content-type']).toBe('text/css; charset=utf-8');
+    expect(page.headers['content-security-policy']).toBe(
+      "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+    );
+    expect(page.headers['x-frame-options']).toBe('DENY');
+    expect(page.text).toContain('<script src="/dashboard.js" defer></script>');
+    expect(token).toMatch(/^[\w-]{43}$/);
+    for (const text of [page.text, script.text, style.text])
+      expect(text).not.toMatch(/https?:\/\/|\/\/[a-z]/i);
+    const bytes =
+      Buffer.byteLength(page.text) + Buffer.byteLength(script.text) + Buffer.byteLength(style.text);
+    expect(bytes).toBeLessThan(50_000);
+    // A job's page is the same page; the script reads the path.
+    expect((await call(dashboard.url, '/jobs/report')).text).toBe(page.text);
+    const head = await call(dashboard.url, '/', { method: 'HEAD' });
+    expect(head.status).toBe(200);
+    expect(head.text).toBe('');
+    // Read-only: no token in the page.
+    expect(await pageToken(readOnly)).toBeUndefined();
+  });
+
+  it('GET /api/overview: every job with its description, next run, last run, pause and lease; store; instances', async () => {
+    const answer = await call(dashboard.url, '/api/overview');
+    expect(answer.status).toBe(200);
+    expect(answer.headers['content-type']).toBe('application/json; charset=utf-8');
+    expect(answer.headers['cache-control']).toBe('no-store');
+    const overview = answer.json();
+    expect(Object.keys(overview)).toEqual(['now', 'config', 'actions', 'store', 'jobs', 'instances']);
+    expect(Math.abs(Date.parse(overview.now) - Date.now())).toBeLessThan(5_000);
+    expect(overview).toMatchObject({ config: fixture.configPath, actions: true, instances: [] });
+    expect(overview.store).toEqual({
+      name: 'RedisLockStore',
+      shared: true,
+      runLedger: true,
+      pauses: true,
+      instances: true,
+      leases: true,
+      error: null,
+      notes: [],
+    });
+    expect(overview.jobs[0]).toEqual({
+      name: 'report',
+      schedule: '0 2 * * *',
+      timezone: 'Europe/Berlin',
+      enabled: true,
+      nextRun: expect.stringMatching(/T0[01]:00:00\.000Z$/),
+      lockKey: 'report',
+      lastRun: null,
+      paused: false,
+      pause: null,
+      description: 'every day at 02:00',
+      overlap: 'skip',
+      lease: null,
+    });
+    expect(overview.jobs.map((job: { lockKey: string | null }) => job.lockKey)).toEqual([
+      'report',
+      'quick',
+      null,
+    ]);
+    expect((await call(readOnly.url, '/api/overview')).json().actions).toBe(false);
+  });
+
+  it('GET /api/jobs/<name>: the job, its history and its next 10 runs; ?limit= 1 to 1000', async () => {
+    const answer = await call(dashboard.url, '/api/jobs/report');
+    expect(answer.status).toBe(200);
+    const detail = answer.json();
+    expect(Object.keys(detail)).toEqual(['now', 'actions', 'store', 'job', 'history', 'nextRuns']);
+    expect(detail.job.name).toBe('report');
+    expect(detail.history).toEqual([]);
+    expect(detail.nextRuns).toHaveLength(10);
+    const instants = detail.nextRuns.map((iso: string) => Date.parse(iso));
+    for (let index = 1; index < instants.length; index++)
+      expect(instants[index] - instants[index - 1]).toBeGreaterThanOrEqual(23 * 3_600_000);
+    for (const limit of ['0', '1001', 'abc', '-1', '1.5', '']) {
+      const bad = await call(dashboard.url, `/api/jobs/report?limit=${limit}`);
+      expect(bad.status, limit).toBe(400);
+      expect(bad.json().error).toBe(
+        `limit must be a whole number from 1 to 1000, not ${JSON.stringify(limit)}`,
+      );
+    }
+    expect((await call(dashboard.url, '/api/jobs/report?limit=1000')).status).toBe(200);
+  });
+
+  it('unknown job 404, unknown path 404, wrong method 405, malformed job name 400', async () => {
+    const unknown = await call(dashboard.url, '/api/jobs/nope');
+    expect(unknown.status).toBe(404);
+    expect(unknown.json()).toEqual({ error: 'unknown job "nope"' });
+    expect((await act(dashboard, token, '/api/jobs/nope/pause')).status).toBe(404);
+    expect((await act(dashboard, token, '/api/jobs/nope/trigger')).json()).toEqual({
+      error: 'unknown job "nope"',
+    });
+    const nothing = await call(dashboard.url, '/api/nothing');
+    expect(nothing.status).toBe(404);
+    expect(nothing.json()).toEqual({ error: 'nothing at /api/nothing' });
+    expect((await call(dashboard.url, '/favicon.ico')).status).toBe(404);
+    const getAction = await call(dashboard.url, '/api/jobs/report/pause');
+    expect(getAction.status).toBe(405);
+    expect(getAction.headers.allow).toBe('POST');
+    const postOverview = await act(dashboard, token, '/api/overview');
+    expect(postOverview.status).toBe(405);
+    expect(postOverview.headers.allow).toBe('GET, HEAD');
+    expect((await call(dashboard.url, '/api/jobs/%E0%A4')).status).toBe(400);
+  });
+
+  it('POST: 403 without the token, with another Origin, without one, or from a rebound name', async () => {
+    const refusals: Array<[string, Record<string, string>, RegExp]> = [
+      [
+        'no token',
+        { 'x-resil-token': '' },
+        /needs the token of the dashboard's page in the x-resil-token header/,
+      ],
+      [
+        'a wrong token',
+        { 'x-resil-token': token.replace(/^./, (c) => (c === 'A' ? 'B' : 'A')) },
+        /needs the token/,
+      ],
+      ['another site', { origin: 'http://evil.example' }, /must come from the dashboard's own page/],
+      ['another port', { origin: 'http://127.0.0.1:1' }, /own page/],
+      [
+        'a rebound name',
+        { host: `evil.example:${new URL(dashboard.url).port}`, origin: 'http://evil.example' },
+        /loopback address only/,
+      ],
+    ];
+    for (const [why, headers, error] of refusals) {
+      const answer = await act(dashboard, token, '/api/jobs/report/pause', '{}', headers);
+      expect(answer.status, why).toBe(403);
+      expect(answer.json().error, why).toMatch(error);
+    }
+    const noOrigin = await call(dashboard.url, '/api/jobs/report/pause', {
+      method: 'POST',
+      headers: { 'x-resil-token': token },
+      body: '{}',
+    });
+    expect(noOrigin.status).toBe(403);
+    // A form of another site (no preflight): refused before its body is read.
+    const form = await call(dashboard.url, '/api/jobs/report/trigger', {
+      method: 'POST',
+      headers: { origin: 'http://evil.example', 'content-type': 'text/plain' },
+      body: '{"x":1}',
+    });
+    expect(form.status).toBe(403);
+    // Reads from a rebound name are refused too: its page could otherwise read the token.
+    const rebound = await call(dashboard.url, '/', { headers: { host: 'evil.example' } });
+    expect(rebound.status).toBe(403);
+    expect(await store.pauseOf('report', { key: 'report' })).toBeUndefined();
+  });
+
+  it('without --allow-actions every POST is 403, whatever its path, origin and token', async () => {
+    const readOnlyOrigin = { origin: readOnly.origin, 'x-resil-token': token };
+    for (const path of [
+      '/api/jobs/report/pause',
+      '/api/jobs/report/trigger',
+      '/api/jobs/report/resume',
+      '/',
+      '/api/nothing',
+    ]) {
+      const answer = await call(readOnly.url, path, { method: 'POST', headers: readOnlyOrigin, body: '{}' });
+      expect(answer.status, path).toBe(403);
+      expect(answer.json()).toEqual({
+        error:
+          'actions are off: start resil dashboard with --allow-actions to trigger, pause and resume jobs',
+      });
+    }
+    expect(await store.pauseOf('report', { key: 'report' })).toBeUndefined();
+  });
+
+  it('malformed or wrong bodies: 400; too large: 413', async () => {
+    const cases: Array<[string, string, RegExp]> = [
+      ['/api/jobs/report/pause', '{"reason":', /^the request body is not JSON: /],
+      ['/api/jobs/report/pause', 'reason=x', /^the request body is not JSON: /],
+      ['/api/jobs/report/pause', '[]', /^the request body must be a JSON object$/],
+      ['/api/jobs/report/pause', '"x"', /^the request body must be a JSON object$/],
+      ['/api/jobs/report/pause', '{"reason": 5}', /^reason must be a string of at most 500 characters$/],
+      ['/api/jobs/report/pause', JSON.stringify({ reason: 'x'.repeat(501) }), /^reason must be a string/],
+      [
+        '/api/jobs/report/pause',
+        '{"why": "x"}',
+        /^unknown field "why" in the body of pause: it takes reason$/,
+      ],
+      [
+        '/api/jobs/report/trigger',
+        '{"force": true}',
+        /^unknown field "force" in the body of trigger \(it takes none\)$/,
+      ],
+      ['/api/jobs/report/resume', '{"reason": "x"}', /^unknown field "reason" in the body of resume/],
+    ];
+    for (const [path, body, error] of cases) {
+      const answer = await act(dashboard, token, path, body);
+      expect(answer.status, `${path} ${body}`).toBe(400);
+      expect(answer.json().error, body).toMatch(error);
+    }
+    const large = await act(
+      dashboard,
+      token,
+      '/api/jobs/report/pause',
+      JSON.stringify({ reason: 'x'.repeat(20_000) }),
+    );
+    expect(large.status).toBe(413);
+    expect(await store.pauseOf('report', { key: 'report' })).toBeUndefined();
+  });
+
+  it('pause, trigger while paused (409), resume, trigger: recorded as dashboard@<host> in the store', async () => {
+    const paused = await act(dashboard, token, '/api/jobs/report/pause', '{"reason": "  migration  "}');
+    expect(paused.status).toBe(200);
+    const stored = await store.pauseOf('report', { key: 'report' });
+    expect(stored).toMatchObject({ by: dashboardInstance, reason: 'migration' });
+    expect(paused.json()).toEqual({
+      job: 'report',
+      paused: true,
+      pause: {
+        by: dashboardInstance,
+        pausedAt: new Date(stored!.pausedAt).toISOString(),
+        reason: 'migration',
+      },
+    });
+    const listed = (await call(dashboard.url, '/api/overview')).json().jobs[0];
+    expect(listed).toMatchObject({ paused: true, pause: { by: dashboardInstance, reason: 'migration' } });
+
+    const refused = await act(dashboard, token, '/api/jobs/report/trigger');
+    expect(refused.status).toBe(409);
+    expect(refused.json().error).toBe(
+      `report is paused by ${dashboardInstance}: resume it first (or run it anyway with resil jobs run report --force)`,
+    );
+
+    const resumed = await act(dashboard, token, '/api/jobs/report/resume', '');
+    expect(resumed.status).toBe(200);
+    expect(resumed.json()).toMatchObject({
+      job: 'report',
+      paused: false,
+      resumed: { by: dashboardInstance },
+    });
+    expect(await store.pauseOf('report', { key: 'report' })).toBeUndefined();
+    const again = await act(dashboard, token, '/api/jobs/report/resume');
+    expect(again.json()).toEqual({ job: 'report', paused: false, resumed: null });
+
+    const triggered = await act(dashboard, token, '/api/jobs/report/trigger');
+    expect(triggered.status).toBe(202);
+    const started = triggered.json();
+    expect(started).toEqual({
+      job: 'report',
+      outcome: 'running',
+      scheduledAt: expect.any(String),
+      instance: dashboardInstance,
+      token: expect.any(Number),
+    });
+    const history = await waitForHistory(() => store.runHistory('report', { key: 'report', limit: 5 }));
+    expect(history[0]).toMatchObject({
+      outcome: 'success',
+      instance: dashboardInstance,
+      token: started.token,
+      scheduledAt: Date.parse(started.scheduledAt),
+    });
+    const detail = (await call(dashboard.url, '/api/jobs/report')).json();
+    expect(detail.history[0]).toMatchObject({
+      outcome: 'success',
+      instance: dashboardInstance,
+      token: started.token,
+    });
+    expect(detail.job.lastRun).toMatchObject({
+      outcome: 'success',
+      instance: dashboardInstance,
+      durationMs: expect.any(Number),
+    });
+    expect(
+      dashboard
+        .lines()
+        .filter((line) => line.action)
+        .map((line) => [line.action, line.job]),
+    ).toEqual([
+      ['pause', 'report'],
+      ['resume', 'report'],
+      ['resume', 'report'],
+      ['trigger', 'report'],
+    ]);
+  });
+
+  it('a lock: false job is triggered too; its runs are not in the ledger', async () => {
+    const triggered = await act(dashboard, token, '/api/jobs/unlocked/trigger');
+    expect([200, 202]).toContain(triggered.status);
+    expect(triggered.json()).toMatchObject({ job: 'unlocked', token: null });
+    expect((await call(dashboard.url, '/api/jobs/unlocked')).json().history).toEqual([]);
+  });
+});
+
+/** `read()` once it returns a finished record first (the run goes on after the 202). */
+async function waitForHistory<T extends { outcome: string }>(read: () => Promise<T[]>): Promise<T[]> {
+  const deadline = performance.now() + 10_000;
+  for (;;) {
+    const records = await read();
+    if (records[0] !== undefined && records[0].outcome !== 'running') return records;
+    if (performance.now() > deadline)
+      throw new Error(`no finished run within 10 s: ${JSON.stringify(records)}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
