@@ -138,6 +138,22 @@ function hooks(object: Record<string, unknown>, report: Report): JobHooks {
 const telemetryMembers = ['pipelineListener', 'onSchedulerEvent', 'flush'] as const;
 const telemetryExample = 'openTelemetry({ tracer, meter }) from resil/opentelemetry';
 
+/** True when the retry strategy accepts `options`; else reports the option it refused. */
+function retryOptionsValid(options: RetryStrategyOptions, report: Report): boolean {
+  try {
+    retryStrategy(options).create(noTelemetry);
+    return true;
+  } catch (error) {
+    if (!isInvalidOptionError(error)) throw error;
+    report({
+      option: error.option,
+      value: error.value,
+      message: `expected ${error.expected}, ${got(error.value)}`,
+    });
+    return false;
+  }
+}
+
 /** The config's `telemetry`, or `undefined` after reporting what is wrong with it. */
 function telemetry(value: unknown, report: Report): SchedulerTelemetry | undefined {
   if (value === undefined) return undefined;
@@ -353,18 +369,12 @@ function resolveJob(
       });
     } else {
       checkUnknownOptions(job.retry, retryOptions, 'retry.', problem);
-      try {
-        // The retry strategy's own validation, so the config accepts exactly what build() does.
-        retryStrategy(job.retry).create(noTelemetry);
-        retry = job.retry;
-      } catch (error) {
-        if (!isInvalidOptionError(error)) throw error;
-        problem({
-          option: error.option,
-          value: error.value,
-          message: `expected ${error.expected}, ${got(error.value)}`,
-        });
-      }
+      // The retry strategy's own validation, so the config accepts exactly what build() does. It
+      // stops at the first bad option: each known option alone first, so every bad one is told.
+      const options = job.retry as Record<string, unknown>;
+      const known = retryOptions.filter((name) => options[name] !== undefined);
+      const bad = known.filter((name) => !retryOptionsValid({ [name]: options[name] }, problem));
+      if (bad.length === 0 && retryOptionsValid(options, problem)) retry = job.retry;
     }
   }
 

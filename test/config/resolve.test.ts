@@ -211,6 +211,28 @@ describe('validation', () => {
     ]);
   });
 
+  it('every bad retry option at once, not only the first the retry strategy finds', async () => {
+    expect(
+      await problemsOf({
+        jobs: [
+          {
+            name: 'a',
+            schedule: '* * * * *',
+            run,
+            retry: { backoffType: 'expo', delay: 'soon', maxRetryAttempts: -1, useJitter: 'yes', onRetry: 1 },
+          },
+          { name: 'b', schedule: '* * * * *', run, retry: { maxRetryAttempts: 2, delay: '1s' } },
+        ],
+      }),
+    ).toEqual([
+      `${file}: job "a": option "retry.maxRetryAttempts": expected a whole number >= 1, or Infinity, got -1`,
+      `${file}: job "a": option "retry.delay": expected a duration: milliseconds (>= 0) or a string such as '250ms', '30s', '5m', '1h', got "soon"`,
+      `${file}: job "a": option "retry.backoffType": expected 'constant', 'linear' or 'exponential', got "expo"`,
+      `${file}: job "a": option "retry.useJitter": expected true or false, got "yes"`,
+      `${file}: job "a": option "retry.onRetry": expected a function, got 1`,
+    ]);
+  });
+
   it('ConfigError carries the first problem and every problem', () => {
     const error = new ConfigError([
       { file, job: 'a', option: 'timeout', value: 'x', message: 'bad' },
