@@ -13,11 +13,29 @@ import { retryStrategy } from '../strategies/retry/strategy.ts';
 import { ConfigError, type ConfigProblem, got } from './config-error.ts';
 import { describeError } from './credentials.ts';
 import { closestName } from './did-you-mean.ts';
-import type { JobDefinition, ResilConfig, ResolvedConfig, ResolvedJob, SchedulerTelemetry } from './job.ts';
+import type {
+  JobDefinition,
+  JobLockOptions,
+  ResilConfig,
+  ResolvedConfig,
+  ResolvedJob,
+  SchedulerTelemetry,
+} from './job.ts';
 import { configDefaults } from './job-defaults.ts';
 
+/**
+ * `names`, checked against the type: a key of `T` missing from the list, or a name `T` lacks, is a
+ * compile error, so the lists of allowed option names cannot drift from the option types.
+ */
+function optionNames<T>() {
+  return <const L extends readonly (keyof T & string)[]>(
+    names: L &
+      ([Exclude<keyof T, L[number]>] extends [never] ? unknown : { missing: Exclude<keyof T, L[number]> }),
+  ): L => names;
+}
+
 const hookOptions = ['onSuccess', 'onFailure', 'onSkip'] as const;
-const configOptions = [
+export const configOptions = optionNames<ResilConfig>()([
   'store',
   'timezone',
   'instance',
@@ -26,8 +44,8 @@ const configOptions = [
   ...hookOptions,
   'telemetry',
   'jobs',
-] as const;
-const jobOptions = [
+]);
+export const jobOptions = optionNames<JobDefinition>()([
   'name',
   'schedule',
   'run',
@@ -41,9 +59,9 @@ const jobOptions = [
   'overlap',
   'jitter',
   ...hookOptions,
-] as const;
-const lockOptions = ['key', 'ttl', 'wait'] as const;
-const retryOptions = [
+]);
+export const lockOptions = optionNames<JobLockOptions>()(['key', 'ttl', 'wait']);
+export const retryOptions = optionNames<RetryStrategyOptions>()([
   'maxRetryAttempts',
   'delay',
   'backoffType',
@@ -53,7 +71,7 @@ const retryOptions = [
   'delayGenerator',
   'onRetry',
   'randomizer',
-] as const;
+]);
 
 const noTelemetry = { timeProvider: systemTimeProvider, report: () => {} };
 
@@ -135,7 +153,11 @@ function hooks(object: Record<string, unknown>, report: Report): JobHooks {
   return valid as JobHooks;
 }
 
-const telemetryMembers = ['pipelineListener', 'onSchedulerEvent', 'flush'] as const;
+export const telemetryMembers = optionNames<SchedulerTelemetry>()([
+  'pipelineListener',
+  'onSchedulerEvent',
+  'flush',
+]);
 const telemetryExample = 'openTelemetry({ tracer, meter }) from resil/opentelemetry';
 
 /** True when the retry strategy accepts `options`; else reports the option it refused. */

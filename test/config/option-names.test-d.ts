@@ -1,0 +1,27 @@
+import { describe, expectTypeOf, it } from 'vitest';
+import type {
+  JobDefinition,
+  JobLockOptions,
+  ResilConfig,
+  SchedulerTelemetry,
+} from '../../src/scheduler/job.ts';
+import type {
+  configOptions,
+  jobOptions,
+  lockOptions,
+  retryOptions,
+  telemetryMembers,
+} from '../../src/scheduler/resolve.ts';
+import type { RetryStrategyOptions } from '../../src/strategies/retry/options.ts';
+
+// The config accepts exactly the options its types declare: a name added to a type and not to
+// the list (or the other way round) fails here, and in resolve.ts itself.
+describe('the allowed option names of a config', () => {
+  it('are the keys of the option types', () => {
+    expectTypeOf<(typeof configOptions)[number]>().toEqualTypeOf<keyof ResilConfig>();
+    expectTypeOf<(typeof jobOptions)[number]>().toEqualTypeOf<keyof JobDefinition>();
+    expectTypeOf<(typeof lockOptions)[number]>().toEqualTypeOf<keyof JobLockOptions>();
+    expectTypeOf<(typeof retryOptions)[number]>().toEqualTypeOf<keyof RetryStrategyOptions>();
+    expectTypeOf<(typeof telemetryMembers)[number]>().toEqualTypeOf<keyof SchedulerTelemetry>();
+  });
+});
