@@ -44,7 +44,9 @@ describe('scripts/check-imports.ts', () => {
     expect(checkImports(root)).toEqual({ violations: [], allowed: [], stale: [] });
     const result = runCheck(root);
     expect(result.status).toBe(0);
-    expect(result.stdout).toContain('imports follow cli -> entry points -> config -> integrations -> scheduler -> library');
+    expect(result.stdout).toContain(
+      'imports follow cli -> entry points -> config -> integrations -> scheduler -> library',
+    );
   });
 
   const jobModelInConfig: AllowedBackArrow = {

@@ -21,7 +21,7 @@ describe('redactCredentials', () => {
       'cannot reach redis://a:[redacted]@x:1 and redis://c:[redacted]@y:2',
     ],
     ['host=db user=app password=hunter2 dbname=test', 'host=db user=app password=[redacted] dbname=test'],
-    ["host=db password='it''s secret' user=app", "host=db password=[redacted] user=app"],
+    ["host=db password='it''s secret' user=app", 'host=db password=[redacted] user=app'],
     ["password='with \\' quote' user=app", 'password=[redacted] user=app'],
     ['PASSWORD = hunter2', 'PASSWORD = [redacted]'],
     // Nothing to hide: a user without a password, a plain URL, a mention of the word.
