@@ -1,83 +1,70 @@
-import { extname } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { importBundled, reachesTypeScript } from './bundle-typescript.ts';
-import { isCommonJsModule } from './module-scope.ts';
+import { bundleModule } from './bundle.ts';
+import { cachedBundleUrl, storeBundle } from './compile-cache.ts';
 
-const typeScriptExtensions = new Set(['.ts', '.mts', '.cts', '.tsx']);
+const typeScriptExtension = /\.[mc]?tsx?$/;
 
-let typeScriptSupport: Promise<void> | undefined;
+/** Each file compiled once per process, as Node imports a module once: one file, one instance. */
+const compiledModules = new Map<string, Promise<Record<string, unknown>>>();
 
-/**
- * Registers tsx's module hooks in this process, once: the ESM hooks for `import` and, when the
- * config is CommonJS (`.cts`, or a package without `"type": "module"`), the CommonJS ones too, as
- * the `tsx` CLI does. Global rather than scoped to one import, so modules the config loads later
- * (a job's `await import(name)`) work too. Only for what a bundle cannot do (see
- * bundle-typescript.ts): on Node 20 `register()` starts a loader thread that loads tsx and esbuild
- * again, which costs more to start than the rest of the CLI together.
- */
-function enableTypeScript(file: string): Promise<void> {
-  typeScriptSupport ??= (async () => {
-    const [esm, cjs] = await Promise.all([
-      import('tsx/esm/api'),
-      isCommonJsModule(file) ? import('tsx/cjs/api') : undefined,
-    ]);
-    cjs?.register();
-    esm.register();
-  })();
-  return typeScriptSupport;
+async function importThroughTsx(file: string, reason: string): Promise<Record<string, unknown>> {
+  if (process.env.RESIL_DEBUG) process.stderr.write(`resil: loading ${file} through tsx: ${reason}\n`);
+  const { tsImport } = await import('tsx/esm/api');
+  return tsImport(pathToFileURL(file).href, import.meta.url) as Promise<Record<string, unknown>>;
 }
 
-/** Each file bundled once, as Node imports a module once: the same file gives the same instance. */
-const bundledModules = new Map<string, Promise<Record<string, unknown> | undefined>>();
+/**
+ * `file` bundled (see bundle.ts) through the compile cache: a start after the first imports the
+ * cached bundle, built by esbuild only when a file it came from has changed. What a bundle cannot
+ * do as Node would goes through tsx's `tsImport()`, scoped to this module and what it imports.
+ */
+async function importCompiled(file: string): Promise<Record<string, unknown>> {
+  let url = cachedBundleUrl(file);
+  if (url === undefined) {
+    const bundle = await bundleModule(file);
+    if ('fallback' in bundle) return importThroughTsx(file, bundle.fallback);
+    url = storeBundle(file, bundle);
+    if (url === undefined) return importThroughTsx(file, 'no usable compile cache directory');
+  }
+  // Stack traces (and the line an error thrown while loading is reported at) name the original
+  // files through the inline source map. Left on: a job's errors later point at its source too.
+  process.setSourceMapsEnabled(true);
+  return (await import(url)) as Record<string, unknown>;
+}
 
-/** The bundled module's namespace, or undefined when this file needs tsx's hooks instead. */
-function importThroughBundle(file: string): Promise<Record<string, unknown> | undefined> {
-  let loading = bundledModules.get(file);
+function compiled(file: string): Promise<Record<string, unknown>> {
+  let loading = compiledModules.get(file);
   if (loading === undefined) {
-    loading = importBundled(file).then((result) => {
-      if ('namespace' in result) return result.namespace;
-      if (process.env.RESIL_DEBUG)
-        process.stderr.write(`resil: loading ${file} through tsx: ${result.fallback}\n`);
-      return undefined;
-    });
-    bundledModules.set(file, loading);
+    loading = importCompiled(file);
+    compiledModules.set(file, loading);
   }
   return loading;
 }
 
 /**
- * Imports a JavaScript or TypeScript module and returns its default export. TypeScript (and
- * JavaScript that imports TypeScript) is bundled with esbuild into a temp directory and imported
- * from there; nothing is written beside the module, so a read-only directory works.
+ * Imports a JavaScript or TypeScript module and returns its default export. JavaScript is
+ * imported by Node itself; TypeScript, and JavaScript that imports TypeScript, is compiled (see
+ * {@link importCompiled}). Throws `ConfigError` for a syntax error or an import that does not
+ * resolve, naming each `file:line:column`; anything the module throws while it loads as is.
  */
 export async function importDefault(file: string): Promise<unknown> {
-  // Decided before importing: Node keeps a module that failed to load as failed, so importing
-  // again once TypeScript is enabled would fail the same way.
-  if (typeScriptExtensions.has(extname(file)) || (await reachesTypeScript(file))) {
-    // Once tsx's hooks are on, everything goes through them, so a module shared by the config and
-    // a job module is one instance.
-    if (typeScriptSupport === undefined) {
-      const namespace = await importThroughBundle(file);
-      if (namespace !== undefined) return unwrapDefault(namespace);
-    }
-    await enableTypeScript(file);
-  }
+  if (typeScriptExtension.test(file)) return unwrapDefault(await compiled(file));
   try {
     return unwrapDefault(await import(pathToFileURL(file).href));
   } catch (error) {
     const code = (error as { code?: unknown } | null)?.code;
-    if (code === 'ERR_UNKNOWN_FILE_EXTENSION' && typeScriptSupport === undefined) {
-      (error as Error).message +=
-        ' (a JavaScript config that loads TypeScript in a way resil cannot see: import the .ts file with a literal path, or name the config resil.config.ts)';
-    }
+    // Node stops at the first `.ts` file of a static import, before the module runs.
+    if (code === 'ERR_UNKNOWN_FILE_EXTENSION') return unwrapDefault(await compiled(file));
+    // Node does not say where a module's syntax error is; esbuild does (and throws it).
+    if (error instanceof SyntaxError) await bundleModule(file);
     throw error;
   }
 }
 
 function unwrapDefault(namespace: Record<string, unknown>): unknown {
   let value: unknown = 'default' in namespace ? namespace.default : namespace;
-  // A TypeScript file in a CommonJS package is compiled to CommonJS: its `export default` arrives
-  // as `module.exports.default`.
+  // A CommonJS module's `export default` (tsx compiles TypeScript in a CommonJS package to one)
+  // arrives as `module.exports.default`.
   if (
     value !== null &&
     typeof value === 'object' &&

@@ -1,11 +1,12 @@
-import { spawnSync } from 'node:child_process';
+import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ConfigProblem } from '../scheduler/config-error.ts';
 import { redactCredentials } from '../scheduler/credentials.ts';
-import { bundleDirectoryPrefix } from './bundle-typescript.ts';
+import { isInCompileCache } from './compile-cache.ts';
 
-/** esbuild's `file:line:column: ERROR: text`, as tsx reports a TypeScript syntax error. */
-const transformErrorLine = /^(.+?):(\d+):(\d+): ERROR: (.+)$/m;
+/** resil's own modules (`dist/` installed, `src/` in this repository): frames there are not the user's. */
+const ownModules = `${dirname(dirname(fileURLToPath(import.meta.url)))}/`;
+
 /** A stack frame `at fn (file:line:column)` or `at file:line:column`. */
 const stackFrame = /^\s*at (?:.*? \()?(.+?):(\d+):(\d+)\)?$/;
 
@@ -13,12 +14,10 @@ function toPath(location: string): string {
   return location.startsWith('file://') ? fileURLToPath(location) : location;
 }
 
-/** A location in the temp bundle of a TypeScript config: esbuild's helpers, not the user's code. */
-function isInBundle(location: string): boolean {
-  return toPath(location).startsWith(bundleDirectoryPrefix);
-}
-
-/** The first frame of `stack` in the user's own code (not Node's, not node_modules, not the bundle's helpers). */
+/**
+ * The first frame of `stack` in the user's own code: not Node's, not node_modules, not resil's,
+ * not a compiled bundle's own helpers (the user's frames in it are source-mapped to their files).
+ */
 function userFrame(stack: string | undefined): string | undefined {
   for (const line of stack?.split('\n') ?? []) {
     const match = stackFrame.exec(line);
@@ -28,7 +27,8 @@ function userFrame(stack: string | undefined): string | undefined {
       file.startsWith('node:') ||
       file.includes('/node_modules/') ||
       !/^(file:|\/|[A-Za-z]:\\)/.test(file) ||
-      isInBundle(file)
+      toPath(file).startsWith(ownModules) ||
+      isInCompileCache(toPath(file))
     ) {
       continue;
     }
@@ -37,41 +37,23 @@ function userFrame(stack: string | undefined): string | undefined {
   return undefined;
 }
 
-/**
- * Node reports a syntax error in an ES module without its location (it only prints it for a crash).
- * `node --check` prints it; only run on this error path.
- */
-function locateJavaScriptSyntaxError(file: string): string | undefined {
-  if (!/\.[mc]?js$/.test(file)) return undefined;
-  const check = spawnSync(process.execPath, ['--check', file], { encoding: 'utf8', timeout: 5_000 });
-  const first = check.stderr?.split('\n')[0];
-  const match = first === undefined ? null : /^(.+):(\d+)$/.exec(first);
-  return match === null ? undefined : `${toPath(match[1]!)}:${match[2]}`;
-}
-
 function firstLine(text: string): string {
   return text.split('\n').find((line) => line.trim() !== '') ?? text;
 }
 
 /**
  * Turns what importing a config threw into one problem naming the file and, when it can be
- * known, the line: a TypeScript or JavaScript syntax error, a missing module, or an error the
- * config (or a module it imports) threw while loading.
+ * known, the line: a missing module, cosmiconfig's JSON or YAML error, or an error the config (or
+ * a module it imports) threw while loading. Syntax errors arrive located already (`ConfigError`
+ * from the bundler); one only Node saw is reported with where it was thrown.
  */
 export function describeLoadError(error: unknown, file: string): ConfigProblem {
   if (!(error instanceof Error)) {
     return { file, message: `the config threw while loading: ${redactCredentials(String(error))}` };
   }
   const message = error.message;
-  const transform = transformErrorLine.exec(message);
-  if (error.name === 'TransformError' && transform !== null) {
-    return {
-      file: `${transform[1]}:${transform[2]}:${transform[3]}`,
-      message: `syntax error: ${transform[4]}`,
-    };
-  }
   if (error instanceof SyntaxError) {
-    const location = locateJavaScriptSyntaxError(file) ?? userFrame(error.stack);
+    const location = userFrame(error.stack);
     return location === undefined
       ? { file, message: `syntax error in the config or a module it imports: ${message}` }
       : { file: location, message: `syntax error: ${message}` };
@@ -80,8 +62,8 @@ export function describeLoadError(error: unknown, file: string): ConfigProblem {
   if (code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND') {
     const importer = /imported from (\S+)/.exec(message)?.[1];
     return {
-      file: importer === undefined || isInBundle(importer) ? file : toPath(importer),
-      message: `${firstLine(message).replace(/ imported from \S+/, '')}`,
+      file: importer === undefined || isInCompileCache(toPath(importer)) ? file : toPath(importer),
+      message: firstLine(message).replace(/ imported from \S+/, ''),
     };
   }
   // JSON / YAML errors from cosmiconfig carry the location in their first lines.

@@ -1,8 +1,8 @@
-import { existsSync, readFileSync } from 'node:fs';
-import { extname, join, resolve } from 'node:path';
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { ConfigError, isConfigError } from '../scheduler/config-error.ts';
 import type { ResolvedConfig } from '../scheduler/job.ts';
-import { discardPreparedBundles, prepareBundle } from './bundle-typescript.ts';
+import { stopBundler } from './bundle.ts';
 import { configSearchPlaces } from './defaults.ts';
 import { importDefault } from './import-module.ts';
 import { describeLoadError } from './load-error.ts';
@@ -12,26 +12,6 @@ export interface LoadConfigOptions {
   cwd?: string;
   /** A config file to load instead of searching for one (`--config <file>`). */
   configPath?: string;
-}
-
-const typeScriptExtensions = new Set(['.ts', '.mts', '.cts', '.tsx']);
-
-/**
- * The config file cosmiconfig will load when `directory` holds one: the first search place there
- * that exists (package.json only with a `resil` key). Its own search starts in the same place.
- */
-function firstConfigIn(directory: string): string | undefined {
-  for (const place of configSearchPlaces) {
-    const path = join(directory, place);
-    if (!existsSync(path)) continue;
-    if (place !== 'package.json') return path;
-    try {
-      if ('resil' in (JSON.parse(readFileSync(path, 'utf8')) as object)) return path;
-    } catch {
-      return path;
-    }
-  }
-  return undefined;
 }
 
 async function loadModule(filepath: string): Promise<unknown> {
@@ -50,8 +30,9 @@ async function loadModule(filepath: string): Promise<unknown> {
  * `.resilrc.yaml`, `package.json#resil`, from `cwd` up to the project's root) or loads
  * `configPath`, validates it and applies the defaults.
  *
- * TypeScript configs (and the `./jobs/*.ts` they import) are bundled with esbuild into a temp
- * directory and imported from there (tsx's hooks only for what a bundle cannot do).
+ * TypeScript configs (and the `./jobs/*.ts` they import) are bundled by esbuild and kept in a
+ * compile cache in the OS temp directory, so later starts import them without compiling (see
+ * import-module.ts); tsx's `tsImport()` loads what a bundle cannot do as Node would.
  * Throws {@link ConfigError} for every problem: not found, syntax error (with file and line),
  * a module that throws while loading, and each invalid option (all reported at once).
  *
@@ -59,19 +40,17 @@ async function loadModule(filepath: string): Promise<unknown> {
  * const config = await loadConfig({ cwd: process.cwd() });
  */
 export async function loadConfig(options: LoadConfigOptions = {}): Promise<ResolvedConfig> {
+  try {
+    return await findAndResolve(options);
+  } finally {
+    await stopBundler();
+  }
+}
+
+async function findAndResolve(options: LoadConfigOptions): Promise<ResolvedConfig> {
   const cwd = options.cwd ?? process.cwd();
   const configPath = options.configPath === undefined ? undefined : resolve(cwd, options.configPath);
-  // Bundling a TypeScript config takes longer than finding it: start it now when the config to
-  // be found is already known.
-  const likelyConfig = configPath ?? firstConfigIn(resolve(cwd));
-  if (
-    likelyConfig !== undefined &&
-    typeScriptExtensions.has(extname(likelyConfig)) &&
-    existsSync(likelyConfig)
-  ) {
-    prepareBundle(likelyConfig);
-  }
-  // Loaded while esbuild works (validation brings croner and the strategies).
+  // Loaded while the config is found and imported (validation brings croner and the strategies).
   const validation = import('../scheduler/resolve.ts');
   validation.catch(() => {}); // awaited below; no unhandled rejection when the search fails first
   const { cosmiconfig } = await import('cosmiconfig');
@@ -104,8 +83,6 @@ export async function loadConfig(options: LoadConfigOptions = {}): Promise<Resol
     if (isConfigError(error)) throw error;
     // cosmiconfig's own JSON and YAML parse errors: keep their first lines, which carry the location.
     throw new ConfigError(describeLoadError(error, configPath ?? cwd), { cause: error });
-  } finally {
-    await discardPreparedBundles();
   }
 
   if (result === null) {

@@ -1,4 +1,14 @@
-import { chmodSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -163,7 +173,22 @@ describe('loading errors exit 2 naming the file and line', () => {
         "export default {\n  name: 'bad',\n  schedule: '* * * * *'\n  run: async () => {},\n};\n",
     });
     expectConfigError(result, [
-      `${result.project.path('jobs/bad.ts')}:4:2: syntax error: Expected "}" but found "run"`,
+      `${result.project.path('jobs/bad.ts')}:4:3: syntax error: Expected "}" but found "run"`,
+    ]);
+  });
+
+  it('every syntax error at once, each at its line and 1-based column', async () => {
+    const result = await listIn({
+      'resil.config.ts': tsConfig('[a, b]', {
+        imports: "import a from './jobs/a.ts';\nimport b from './jobs/b.ts';",
+      }),
+      'jobs/a.ts': "export default {\n  name: 'a'\n  schedule: '* * * * *',\n};\n",
+      'jobs/b.ts': "export default { name: 'b', schedule: '* * * * *' run: async () => {} };\n",
+    });
+    expectConfigError(result, [
+      'bad config (2 problems)',
+      `${result.project.path('jobs/a.ts')}:3:3: syntax error: Expected "}" but found "schedule"`,
+      `${result.project.path('jobs/b.ts')}:1:51: syntax error: Expected "}" but found "run"`,
     ]);
   });
 
@@ -172,7 +197,7 @@ describe('loading errors exit 2 naming the file and line', () => {
       'resil.config.mjs': 'export default {\n  jobs: []\n  timezone: "UTC",\n};\n',
     });
     expectConfigError(result, [
-      `${result.project.path('resil.config.mjs')}:3: syntax error: Unexpected identifier`,
+      `${result.project.path('resil.config.mjs')}:3:3: syntax error: Expected "}" but found "timezone"`,
     ]);
   });
 
@@ -270,23 +295,47 @@ describe('config formats', () => {
   });
 });
 
-describe('TypeScript configs (bundled with esbuild, tsx only where a bundle cannot go)', () => {
+describe('TypeScript configs (bundled by esbuild into a compile cache, tsx only where a bundle cannot go)', () => {
   const job = (name: string) => `{ name: ${name}, schedule: '0 5 * * *', run: async () => {} }`;
+  /** The compile cache's directory in the temp dir of the user running the CLI. */
+  const cacheDirectory = (uid = process.getuid?.()) => `resil-compile-cache-${uid ?? 'user'}`;
 
-  /** `resil jobs list --json` in a project with its own temp dir; checks nothing is left in it. */
-  async function listJson(created: Project, extraEnv: NodeJS.ProcessEnv = {}, args: string[] = []) {
-    const temp = mkdtempSync(join(tmpdir(), 'resil-tmpdir-'));
+  /** Every file and directory in the project (not through its links), to show that loading writes nothing there. */
+  function contentsOf(created: Project, directory = created.directory): string[] {
+    return readdirSync(directory, { withFileTypes: true })
+      .flatMap((entry) => {
+        const path = join(directory, entry.name);
+        return entry.isDirectory() ? [path, ...contentsOf(created, path)] : [path];
+      })
+      .sort();
+  }
+
+  /**
+   * `resil jobs list --json` in a project, with `temp` (a fresh one when not given) as its temp dir.
+   * Checks that nothing is written in the project and that the temp dir holds the compile cache
+   * only (and tsx's own cache, `tsx-<uid>`, when a module falls back to it); returns the entries
+   * of the compile cache too.
+   */
+  async function listJson(
+    created: Project,
+    extraEnv: NodeJS.ProcessEnv = {},
+    args: string[] = [],
+    temp?: string,
+  ) {
+    const directory = temp ?? mkdtempSync(join(tmpdir(), 'resil-tmpdir-'));
+    const before = contentsOf(created);
     try {
       const result = await runCli([...args, 'jobs', 'list', '--json'], {
         cwd: created.directory,
-        env: { TMPDIR: temp, RESIL_DEBUG: '1', ...extraEnv },
+        env: { TMPDIR: directory, RESIL_DEBUG: '1', ...extraEnv },
       });
-      // (tsx keeps its own cache there, `tsx-<uid>`, when a config falls back to it.)
-      const bundles = readdirSync(temp).filter((entry) => entry.startsWith('resil-'));
-      expect(bundles, 'the bundle is deleted once imported').toEqual([]);
-      return result;
+      expect(contentsOf(created), 'nothing is written in the project').toEqual(before);
+      const left = readdirSync(directory).filter((entry) => !entry.startsWith('tsx-'));
+      expect(left.filter((entry) => entry !== cacheDirectory())).toEqual([]);
+      const cache = join(directory, cacheDirectory());
+      return { ...result, cached: existsSync(cache) ? readdirSync(cache).sort() : [] };
     } finally {
-      rmSync(temp, { recursive: true, force: true });
+      if (temp === undefined) rmSync(directory, { recursive: true, force: true });
     }
   }
 
@@ -329,13 +378,14 @@ export default ${job("[text, fileURLToPath(meta.url), import.meta.filename, impo
     expect(result.stderr).not.toContain('through tsx');
   });
 
-  it('the config found first wins over a TypeScript one beside it, and leaves no bundle behind', async () => {
+  it('the config found first wins over a TypeScript one beside it, which is not compiled', async () => {
     const created = project({
       '.resilrc.json': JSON.stringify({ jobs: [{ name: 'from-json', schedule: '0 5 * * *' }] }),
       'resil.config.ts': `export default { jobs: [${job("'from-ts'")}] };\n`,
     });
     const result = await listJson(created);
     expect(result.stderr).toContain('option "run": missing run');
+    expect(result.cached).toEqual([]);
     const chosen = await listJson(created, {}, ['--config', 'resil.config.ts']);
     expect(names(chosen)).toEqual(['from-ts']);
   });
@@ -389,7 +439,7 @@ export default defineConfig({
       'resil.config.ts': tsConfig('[ro]', { imports: "import ro from './jobs/ro.ts';" }),
       'jobs/ro.ts': `export default ${job("'ro:' + import.meta.filename.endsWith('ro.ts')")};\n`,
     });
-    const before = readdirSync(created.directory, { recursive: true }).sort();
+    const before = contentsOf(created);
     chmodSync(created.path('jobs'), 0o555);
     chmodSync(created.directory, 0o555);
     const temp = mkdtempSync(join(tmpdir(), 'resil-tmpdir-'));
@@ -401,8 +451,9 @@ export default defineConfig({
         env: { HOME: '/nonexistent', TMPDIR: temp },
       });
       expect(names(result)).toEqual(['ro:true']);
-      expect(readdirSync(created.directory, { recursive: true }).sort()).toEqual(before);
-      expect(readdirSync(temp)).toEqual([]);
+      expect(contentsOf(created)).toEqual(before);
+      // The compile cache of the user it ran as, and nothing else.
+      expect(readdirSync(temp)).toEqual([expect.stringMatching(/^resil-compile-cache-\d+$/)]);
     } finally {
       chmodSync(created.directory, 0o755);
       chmodSync(created.path('jobs'), 0o755);
@@ -415,7 +466,7 @@ export default defineConfig({
       'resil.config.ts': "const jobs: string[] = [];\nexport default { jobs, timezone: 'UTC' as };\n",
     });
     expectConfigError(result, [
-      `${result.project.path('resil.config.ts')}:2:42: syntax error: Unexpected "}"`,
+      `${result.project.path('resil.config.ts')}:2:43: syntax error: Unexpected "}"`,
     ]);
   });
 
@@ -446,16 +497,20 @@ export default {};
     ]);
   });
 
-  it('falls back to tsx for what a bundle cannot do, and still loads', async () => {
+  it('bundles JavaScript that imports TypeScript through other JavaScript', async () => {
+    const created = project({
+      'resil.config.js': "import job from './jobs/index.js';\nexport default { jobs: [job] };\n",
+      'jobs/index.js': "export { default } from './real.ts';\n",
+      'jobs/real.ts': `export default ${job("'js-chain'")};\n`,
+    });
+    const result = await listJson(created);
+    expect(names(result)).toEqual(['js-chain']);
+    expect(result.stderr).not.toContain('through tsx');
+    expect(result.cached).toEqual([expect.stringMatching(/^resil\.config\.js-[0-9a-f]+\.mjs$/)]);
+  });
+
+  it('falls back to tsx for what a bundle cannot do as Node would, and still loads', async () => {
     const cases: [string, Record<string, string>, Record<string, unknown>?][] = [
-      [
-        'JavaScript that imports TypeScript through JavaScript',
-        {
-          'resil.config.js': "import job from './jobs/index.js';\nexport default { jobs: [job] };\n",
-          'jobs/index.js': "export { default } from './real.ts';\n",
-          'jobs/real.ts': `export default ${job("'js-chain'")};\n`,
-        },
-      ],
       [
         'a computed import',
         {
@@ -478,13 +533,79 @@ export default {};
         {},
       ],
     ];
-    const expected = ['js-chain', 'computed', 'resolved', 'resil.config.ts'];
+    const expected = ['computed', 'resolved', 'resil.config.ts'];
     for (const [index, [label, files, packageJson]] of cases.entries()) {
       const created = createProject(files, packageJson);
       projects.push(created);
       const result = await listJson(created);
       expect(names(result), label).toEqual([expected[index]]);
       expect(result.stderr, label).toContain('through tsx');
+      expect(result.cached, label).toEqual([]);
+    }
+  });
+
+  it('starts from the compile cache while nothing changed, and compiles again when a file does', async () => {
+    const created = project({
+      'resil.config.ts': tsConfig('[job]', { imports: "import job from './jobs/job.ts';" }),
+      'jobs/job.ts': `export default ${job("'first'")};\n`,
+    });
+    const temp = mkdtempSync(join(tmpdir(), 'resil-tmpdir-'));
+    try {
+      const first = await listJson(created, {}, [], temp);
+      expect(names(first)).toEqual(['first']);
+      expect(first.cached).toEqual([expect.stringMatching(/^resil\.config\.ts-[0-9a-f]+\.mjs$/)]);
+      const entry = join(temp, cacheDirectory(), first.cached[0]!);
+      const written = statSync(entry).mtimeMs;
+
+      const second = await listJson(created, {}, [], temp);
+      expect(names(second)).toEqual(['first']);
+      expect(statSync(entry).mtimeMs, 'an unchanged config is not compiled again').toBe(written);
+
+      // Same size and the same modification time: the content tells.
+      const { atime, mtime } = statSync(created.path('jobs/job.ts'));
+      created.write('jobs/job.ts', `export default ${job("'later'")};\n`);
+      utimesSync(created.path('jobs/job.ts'), atime, mtime);
+      const third = await listJson(created, {}, [], temp);
+      expect(names(third)).toEqual(['later']);
+      expect(third.cached).toEqual(first.cached);
+    } finally {
+      rmSync(temp, { recursive: true, force: true });
+    }
+  });
+
+  it('removes cache entries not written for a week when it writes another', async () => {
+    const created = project({ 'resil.config.ts': tsConfig(`[${job("'fresh'")}]`) });
+    const temp = mkdtempSync(join(tmpdir(), 'resil-tmpdir-'));
+    const cache = join(temp, cacheDirectory());
+    mkdirSync(cache, { mode: 0o700 });
+    const weekOld = new Date(Date.now() - 8 * 86_400_000);
+    for (const name of ['gone.ts-0123.mjs', 'recent.ts-4567.mjs']) writeFileSync(join(cache, name), '');
+    utimesSync(join(cache, 'gone.ts-0123.mjs'), weekOld, weekOld);
+    try {
+      const result = await listJson(created, {}, [], temp);
+      expect(names(result)).toEqual(['fresh']);
+      expect(result.cached).toEqual([
+        'recent.ts-4567.mjs',
+        expect.stringMatching(/^resil\.config\.ts-[0-9a-f]+\.mjs$/),
+      ]);
+    } finally {
+      rmSync(temp, { recursive: true, force: true });
+    }
+  });
+
+  it('does not use a compile cache directory that others can write', async () => {
+    const created = project({ 'resil.config.ts': tsConfig(`[${job("'shared'")}]`) });
+    const temp = mkdtempSync(join(tmpdir(), 'resil-tmpdir-'));
+    const shared = join(temp, cacheDirectory());
+    mkdirSync(shared);
+    chmodSync(shared, 0o777);
+    try {
+      const result = await listJson(created, {}, [], temp);
+      expect(names(result)).toEqual(['shared']);
+      expect(result.stderr).toContain('through tsx: no usable compile cache directory');
+      expect(result.cached).toEqual([]);
+    } finally {
+      rmSync(temp, { recursive: true, force: true });
     }
   });
 });
