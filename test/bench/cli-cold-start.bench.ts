@@ -1,12 +1,15 @@
 /**
  * Cold start of the `resil` binary against a bare `node -e 0`: each command is a fresh process,
  * measured round by round (interleaved, so load on the machine hits every command alike), median
- * wall time per command and its ratio to node. Run after `npm run build`:
- * `npm run bench -- cli-cold-start`. With hyperfine installed the same comparison is
+ * wall time per command and its ratio to node. `jobs list` runs twice: as usual (the config comes
+ * from its compile cache, written by the warm-up run) and with an empty temp directory, so the
+ * config is compiled again each time. Run after `npm run build`: `npm run bench -- cli-cold-start`.
+ * With hyperfine installed the usual case is
  * `hyperfine -N -w 3 'node -e 0' 'node bin/resil.js jobs list'` from the repository root.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { BenchOptions } from './harness.ts';
@@ -17,24 +20,36 @@ const binary = join(repoRoot, 'bin/resil.js');
 interface Case {
   name: string;
   args: string[];
+  /** Run with a fresh, empty temp directory: no compile cache. */
+  uncached?: boolean;
 }
 
 const cases: Case[] = [
   { name: 'node -e 0', args: ['-e', '0'] },
   { name: 'resil --version', args: [binary, '--version'] },
   { name: 'resil jobs list (resil.config.ts)', args: [binary, 'jobs', 'list'] },
+  {
+    name: 'resil jobs list, compile cache empty',
+    args: [binary, 'jobs', 'list'],
+    uncached: true,
+  },
 ];
 
-function timeOnce(args: readonly string[]): number {
-  const started = process.hrtime.bigint();
-  const result = spawnSync(process.execPath, args, {
-    cwd: repoRoot,
-    env: { ...process.env, REDIS_URL: '' },
-    stdio: 'ignore',
-    timeout: 30_000,
-  });
-  if (result.status !== 0) throw new Error(`${args.join(' ')} exited ${result.status}`);
-  return Number(process.hrtime.bigint() - started) / 1e6;
+function timeOnce({ args, uncached }: Case): number {
+  const temp = uncached ? mkdtempSync(join(tmpdir(), 'resil-bench-')) : undefined;
+  try {
+    const started = process.hrtime.bigint();
+    const result = spawnSync(process.execPath, args, {
+      cwd: repoRoot,
+      env: { ...process.env, REDIS_URL: '', ...(temp === undefined ? {} : { TMPDIR: temp }) },
+      stdio: 'ignore',
+      timeout: 30_000,
+    });
+    if (result.status !== 0) throw new Error(`${args.join(' ')} exited ${result.status}`);
+    return Number(process.hrtime.bigint() - started) / 1e6;
+  } finally {
+    if (temp !== undefined) rmSync(temp, { recursive: true, force: true });
+  }
 }
 
 function median(values: number[]): number {
@@ -48,10 +63,10 @@ export default async function coldStart(options: BenchOptions): Promise<void> {
     throw new Error('dist/ is missing: run `npm run build` before this bench.');
   }
   const rounds = options.smoke ? 2 : 15;
-  for (const { args } of cases) timeOnce(args); // warm the file cache and tsx's transform cache
+  for (const entry of cases) timeOnce(entry); // warm the file cache and the config's compile cache
   const samples = new Map(cases.map((c) => [c.name, [] as number[]]));
   for (let round = 0; round < rounds; round++) {
-    for (const { name, args } of cases) samples.get(name)!.push(timeOnce(args));
+    for (const entry of cases) samples.get(entry.name)!.push(timeOnce(entry));
   }
   const baseline = median(samples.get(cases[0]!.name)!);
   console.log('\n## CLI cold start\n');
