@@ -50,6 +50,11 @@ export function sha256(content: string | Buffer): string {
   return createHash('sha256').update(content).digest('hex');
 }
 
+/** Where this user's cache directory is (see {@link cacheDirectory}). */
+function cachePath(): string {
+  return join(tmpdir(), `resil-compile-cache-${process.getuid?.() ?? 'user'}`);
+}
+
 let directory: string | null | undefined;
 
 /**
@@ -60,7 +65,7 @@ let directory: string | null | undefined;
 function cacheDirectory(): string | null {
   if (directory !== undefined) return directory;
   const uid = process.getuid?.();
-  const path = join(tmpdir(), `resil-compile-cache-${uid ?? 'user'}`);
+  const path = cachePath();
   try {
     mkdirSync(path, { recursive: true, mode: 0o700 });
     const stats = lstatSync(path);
@@ -74,8 +79,7 @@ function cacheDirectory(): string | null {
 
 /** True for a file in the compile cache: frames there are the bundle's helpers, not the user's code. */
 export function isInCompileCache(file: string): boolean {
-  const path = cacheDirectory();
-  return path !== null && file.startsWith(`${path}${sep}`);
+  return file.startsWith(`${cachePath()}${sep}`);
 }
 
 let identity: string | undefined;
