@@ -22,7 +22,7 @@ const monotonicNow = () => performance.now();
  * Registers a vitest suite that checks `factory`'s store against the {@link LockStore} contract:
  * atomic acquire under concurrency, owner checks on renew and release, expiry by the store's clock,
  * fencing tokens that only increase per key (across release and expiry), and, when the store has
- * them, `inspect()` and `now()`. Call it at the top level of a test file; `vitest` must be installed
+ * them, `inspect()`, `now()` and the `onRelease()` wake-ups. Call it at the top level of a test file; `vitest` must be installed
  * (it is imported by this module).
  *
  * `factory` is called once per test with a fresh namespace; use it as the key prefix. Close
@@ -73,6 +73,42 @@ export function describeLockStoreConformance(
       if (await scenario()) return;
     }
     throw new Error('The machine was too slow for this timing test three times in a row.');
+  }
+
+  /**
+   * Subscribes to `onRelease` and counts calls. `nextCall` resolves at the next call not yet
+   * awaited (one that already came counts), and fails the test after 5 s naming `what`.
+   */
+  function listen(store: LockStore, key: string) {
+    let calls = 0;
+    let awaited = 0;
+    let wake: (() => void) | undefined;
+    const unsubscribe = store.onRelease!(key, () => {
+      calls++;
+      wake?.();
+    });
+    return {
+      get calls() {
+        return calls - 1;
+      },
+      unsubscribe,
+      async nextCall(what: string): Promise<void> {
+        const target = ++awaited;
+        const startedAt = monotonicNow();
+        while (calls < target) {
+          const left = 5_000 - (monotonicNow() - startedAt);
+          if (left <= 0) throw new Error(`onRelease("${key}"): no ${what} within 5 s.`);
+          await new Promise<void>((resolve) => {
+            const timer = setTimeout(resolve, left);
+            wake = () => {
+              clearTimeout(timer);
+              resolve();
+            };
+          });
+        }
+        wake = undefined;
+      },
+    };
   }
 
   describe(`LockStore conformance: ${name}`, () => {
@@ -290,6 +326,80 @@ export function describeLockStoreConformance(
         },
         timeout,
       );
+    });
+
+    describe('onRelease', () => {
+      it('calls the listener once it is in place, then after each release of the key; a throwing listener changes nothing', async (context) => {
+        const { store, key } = await setUp();
+        if (!store.onRelease) return context.skip('the store has no onRelease()');
+        const throwing = store.onRelease(key(), () => {
+          throw new Error('a listener bug');
+        });
+        const listener = listen(store, key());
+        try {
+          await listener.nextCall('the first call, once the subscription is in place');
+          await store.acquire(key(), 'owner-a', longTtl);
+          await store.release(key(), 'owner-a');
+          await listener.nextCall('a call after the release');
+          expect(await store.acquire(key(), 'owner-b', longTtl)).toBeDefined();
+          await store.release(key(), 'owner-b');
+          await listener.nextCall('a call after the second release');
+        } finally {
+          throwing();
+          listener.unsubscribe();
+        }
+      });
+
+      it('is not called for another key, for a release by someone who is not the owner, nor after it unsubscribed', async (context) => {
+        const { store, key } = await setUp();
+        if (!store.onRelease) return context.skip('the store has no onRelease()');
+        const mine = listen(store, key('mine'));
+        const other = listen(store, key('other'));
+        try {
+          await mine.nextCall('the first call on "mine"');
+          await other.nextCall('the first call on "other"');
+          await store.acquire(key('mine'), 'owner-a', longTtl);
+          await store.release(key('mine'), 'owner-b');
+          await store.acquire(key('other'), 'owner-a', longTtl);
+          await store.release(key('other'), 'owner-a');
+          // Notifications come in order: "other"'s release arrives after anything the wrong owner's
+          // release or "other"'s could have sent to "mine".
+          await other.nextCall('a call after the release of "other"');
+          expect(mine.calls, 'calls of "mine" after its first').toBe(0);
+          await store.release(key('mine'), 'owner-a');
+          await mine.nextCall('a call after the release of "mine"');
+          mine.unsubscribe();
+          const later = listen(store, key('mine'));
+          await later.nextCall('the first call of a new listener on "mine"');
+          await store.acquire(key('mine'), 'owner-c', longTtl);
+          await store.release(key('mine'), 'owner-c');
+          await later.nextCall('a call of the new listener after a release');
+          later.unsubscribe();
+          expect(mine.calls, 'calls of "mine" after it unsubscribed').toBe(1);
+        } finally {
+          mine.unsubscribe();
+          other.unsubscribe();
+        }
+      });
+
+      it('is called for a release through another store on the same backend', async (context) => {
+        const namespace = uniqueNamespace();
+        const [listening, releasing] = [await factory(namespace), await factory(namespace)];
+        if (!listening.onRelease) return context.skip('the store has no onRelease()');
+        const key = `${namespace}shared`;
+        await releasing.acquire(key, 'owner-a', longTtl);
+        if ((await listening.acquire(key, 'owner-b', longTtl)) !== undefined) {
+          return context.skip('two stores made by the factory do not share leases (an in-process store)');
+        }
+        const listener = listen(listening, key);
+        try {
+          await listener.nextCall('the first call, once the subscription is in place');
+          await releasing.release(key, 'owner-a');
+          await listener.nextCall("a call after the other store's release");
+        } finally {
+          listener.unsubscribe();
+        }
+      });
     });
 
     describe('now', () => {

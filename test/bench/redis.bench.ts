@@ -2,7 +2,8 @@
  * RedisLockStore against the floor (a raw SET NX PX + compare-and-delete script) and the two
  * usual Node Redis locks, redlock (v5, one instance) and redis-semaphore (Mutex), on the same
  * Redis in the same process: sequential acquire + release, 16 keys in parallel, 8 contenders on
- * one key, and the commands each sends per acquire, renew and release (counted with MONITOR).
+ * one key, 8 waiters draining one key, and the commands each sends per acquire, renew and release
+ * (counted with MONITOR).
  *
  * Uses REDIS_URL when set, else starts a private redis-server. `npm run bench -- redis`.
  */
@@ -13,7 +14,7 @@ import RedlockModule from 'redlock';
 import { ResiliencePipelineBuilder } from '../../src/index.ts';
 import { RedisLockStore } from '../../src/stores/redis/index.ts';
 import { startRedisServer } from '../support/redis.ts';
-import { type BenchCase, type BenchOptions, compare, printTable } from './harness.ts';
+import { type BenchCase, type BenchOptions, compare, formatNumber, printTable } from './harness.ts';
 
 /** The part of redlock's API the bench uses (its own types are unreachable, see the import). */
 interface Lock {
@@ -171,6 +172,8 @@ export default async function redisBench(options: BenchOptions): Promise<void> {
       { ...options, baseline: raw.name },
     );
 
+    await drainWaiters(options, connect, run);
+
     const counts = [];
     for (const contender of contenders)
       counts.push(await countCommands(connect(), contender, keyOf(contender, 'count')));
@@ -186,6 +189,84 @@ export default async function redisBench(options: BenchOptions): Promise<void> {
     for (const client of clients) client.disconnect();
     await server?.stop();
   }
+}
+
+/**
+ * 8 waiters start at once on one key; each holds it 10 ms (the ideal drain: 80 ms). resil's lock
+ * strategy waits with its polls plus the release wake-up (and, for reference, with polls alone);
+ * redis-semaphore's Mutex retries every 10 ms, redlock every 200 ms (+ up to 100 ms jitter), their
+ * defaults. Time until all 8 are done, median of interleaved rounds.
+ */
+async function drainWaiters(options: BenchOptions, connect: () => Redis, run: string): Promise<void> {
+  const waiters = 8;
+  const holdMs = 10;
+  const ideal = waiters * holdMs;
+  const hold = () => new Promise((resolve) => setTimeout(resolve, holdMs));
+  const wake = new RedisLockStore(connect(), { prefix: `bench:${run}:wake:` });
+  const poll = new RedisLockStore(connect(), { prefix: `bench:${run}:poll:`, releaseNotifications: false });
+  const lockOn = (store: RedisLockStore) =>
+    new ResiliencePipelineBuilder().addLock({ key: () => 'drain', ttl, wait: '30s', store }).build();
+  const withWakeUps = lockOn(wake);
+  const pollsOnly = lockOn(poll);
+  const semaphoreClient = connect();
+  const redlock = new Redlock([connect()], { retryCount: 1_000, automaticExtensionThreshold: 500 });
+  const cases: Array<{ name: string; drain: () => Promise<unknown> }> = [
+    {
+      name: 'resil lock strategy, RedisLockStore (polls + wake-up on release)',
+      drain: () => Promise.all(Array.from({ length: waiters }, () => withWakeUps.execute(hold))),
+    },
+    {
+      name: 'resil, releaseNotifications: false (polls alone, 50 ms doubling to 1 s)',
+      drain: () => Promise.all(Array.from({ length: waiters }, () => pollsOnly.execute(hold))),
+    },
+    {
+      name: 'redis-semaphore Mutex (retry every 10 ms)',
+      drain: () =>
+        Promise.all(
+          Array.from({ length: waiters }, async () => {
+            const mutex = new Mutex(semaphoreClient, `bench:${run}:semaphore-drain`, {
+              lockTimeout: ttl,
+              acquireTimeout: 30_000,
+              refreshInterval: 0,
+            });
+            await mutex.acquire();
+            await hold();
+            await mutex.release();
+          }),
+        ),
+    },
+    {
+      name: 'redlock 5 (retry every 200 ms + jitter)',
+      drain: () =>
+        Promise.all(
+          Array.from({ length: waiters }, async () => {
+            const lock = await redlock.acquire([`bench:${run}:redlock-drain`], ttl);
+            await hold();
+            await lock.release();
+          }),
+        ),
+    },
+  ];
+  const rounds = options.smoke ? 1 : 5;
+  const samples = cases.map((): number[] => []);
+  for (let round = 0; round < rounds; round++) {
+    for (const [index, each] of cases.entries()) {
+      const startedAt = performance.now();
+      await each.drain();
+      samples[index]!.push(performance.now() - startedAt);
+    }
+  }
+  const median = (values: number[]) => [...values].sort((a, b) => a - b)[values.length >> 1]!;
+  printTable(
+    `Redis lock: ${waiters} waiters on one key, ${holdMs} ms each (median of ${rounds} interleaved rounds${options.smoke ? ', smoke run: figures are meaningless' : ''})`,
+    ['case', 'drained in ms', `vs ideal ${ideal} ms`],
+    cases.map((each, index) => [
+      each.name,
+      formatNumber(median(samples[index]!)),
+      `${(median(samples[index]!) / ideal).toFixed(2)}x`,
+    ]),
+  );
+  await Promise.all([wake.close(), poll.close()]);
 }
 
 /** Commands `contender`'s connection sends per acquire, renew and release, averaged over 20 of each. */

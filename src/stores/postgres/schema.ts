@@ -20,6 +20,18 @@ export interface PostgresTables {
   readonly finish: string;
   /** Serializes concurrent set-ups of these tables (`pg_advisory_xact_lock` key). */
   readonly setupLockKey: string;
+  /**
+   * The NOTIFY channel a release announces its key on (`onRelease`), unquoted: `resil_released_`
+   * and a hash of the schema and table, so stores on other tables are not woken.
+   */
+  readonly releaseChannel: string;
+  /**
+   * The first key of the two-key advisory locks that mark a key as waited on: the store's
+   * listening client holds `(waiterLockClass, hashtext(key))` shared while it waits on `key`, and
+   * a release notifies only when it cannot take that lock itself, so releases nobody waits for pay
+   * for no NOTIFY (which serializes the commits of every notifying transaction).
+   */
+  readonly waiterLockClass: number;
 }
 
 // Every name derived from `table` adds at most 13 bytes (`_occurrences` is the longest), so a
@@ -62,12 +74,18 @@ export function resolveTables(options: PostgresTableOptions = {}): PostgresTable
     claim: qualify(`${table}_claim`),
     renew: qualify(`${table}_renew`),
     finish: qualify(`${table}_finish`),
-    setupLockKey: String(setupLockKey(`${schema ?? ''}.${table}`)),
+    setupLockKey: String(stableHash(`${schema ?? ''}.${table}`)),
+    releaseChannel: `resil_released_${BigInt.asUintN(63, stableHash(`released:${schema ?? ''}.${table}`)).toString(16)}`,
+    waiterLockClass: Number(BigInt.asIntN(32, stableHash(`waiting:${schema ?? ''}.${table}`))),
   };
 }
 
-// A stable 63-bit key per (schema, table) (FNV-1a), so unrelated stores do not wait for each other.
-function setupLockKey(name: string): bigint {
+/** Quotes an identifier for SQL (a channel for LISTEN): the name is taken literally. */
+export { quoteIdentifier };
+
+// A stable 63-bit number per name (FNV-1a): per (schema, table), the set-up lock key, so unrelated
+// stores do not wait for each other, and the release channel, so they do not wake each other.
+function stableHash(name: string): bigint {
   let hash = 0xcbf29ce484222325n;
   for (const byte of utf8.encode(`resil:${name}`)) {
     hash = BigInt.asUintN(64, (hash ^ BigInt(byte)) * 0x100000001b3n);

@@ -24,9 +24,12 @@ import type { LeaseInfo, LockStore } from '../../strategies/lock/store.ts';
 import { postgresLockStoreDefaults } from './defaults.ts';
 import { storeUnavailable } from './errors.ts';
 import type { PostgresLockStoreOptions } from './options.ts';
+import { ReleaseNotifications } from './release-notifications.ts';
 import { type PostgresTables, resolveTables, setupSql, toMs } from './schema.ts';
 
 const msInterval = (parameter: string) => `${parameter}::float8 * interval '1 millisecond'`;
+/** A SQL string literal (standard_conforming_strings, the default since PostgreSQL 9.1). */
+const literal = (text: string) => `'${text.replaceAll("'", "''")}'`;
 
 // The lease statements read the clock with now(). Each runs alone in autocommit, so now() is the
 // instant the statement started, after the client sent it: expiry is judged by the database's
@@ -57,8 +60,16 @@ ON CONFLICT (key) DO UPDATE
 RETURNING token`,
     renew: `UPDATE ${t.leases} SET expires_at = now() + ${msInterval('$3')}
 WHERE key = $1::text AND owner = $2::text AND expires_at > now()`,
-    // The row (and its token) stays: only the lease is cleared, so tokens keep increasing.
-    release: `UPDATE ${t.leases} SET owner = NULL, expires_at = NULL WHERE key = $1::text AND owner = $2::text`,
+    // The row (and its token) stays: only the lease is cleared, so tokens keep increasing. When
+    // someone waits on the key (a listening client holds the key's waiter lock shared, so the
+    // release cannot take it), the release announces the key on the store's channel, which wakes
+    // the waiters (onRelease) once it commits. A key too long for a NOTIFY payload (8000 bytes)
+    // is not announced: its waiters poll.
+    release: `WITH released AS (
+  UPDATE ${t.leases} SET owner = NULL, expires_at = NULL WHERE key = $1::text AND owner = $2::text RETURNING key
+)
+SELECT pg_notify(${literal(t.releaseChannel)}, key) FROM released
+WHERE octet_length(key) < 8000 AND NOT pg_try_advisory_xact_lock(${t.waiterLockClass}, hashtext(key))`,
     inspect: `SELECT owner, token, (extract(epoch FROM expires_at) * 1000)::float8 AS expires_at
 FROM ${t.leases} WHERE key = $1::text AND owner IS NOT NULL AND expires_at > now()`,
     now: 'SELECT (extract(epoch FROM now()) * 1000)::float8 AS now',
@@ -162,6 +173,10 @@ function checkCount(option: string, value: number, min: number): number {
  * lease row, so claims, renewals and finishes of one key serialize (of many instances claiming one
  * occurrence at once, exactly one is granted), and plain leases and claims exclude each other.
  *
+ * A release wakes the waiters of its key (`lock.wait`) with NOTIFY, so they try at once instead of
+ * at their next poll; the store LISTENs on a pool client only while someone waits (see
+ * {@link onRelease}).
+ *
  * The tables and functions are created on first use unless `createTable` is false (see
  * `postgresLockStoreSql()`). When the database cannot be reached, or does not answer within
  * `timeout`, operations fail with `StoreUnavailableError`: the lock fails closed.
@@ -184,6 +199,7 @@ export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry
   readonly #tables: PostgresTables;
   readonly #sql: ReturnType<typeof statements>;
   readonly #timeoutMs: number;
+  readonly #notifications: ReleaseNotifications;
   #ready: boolean;
   #setup: Promise<void> | undefined;
 
@@ -209,6 +225,7 @@ export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry
       throw new InvalidOptionError('createTable', createTable, 'a boolean');
     }
     this.#ready = !createTable;
+    this.#notifications = new ReleaseNotifications(pool, this.#tables, this.#timeoutMs);
     if (typeof pool.on === 'function' && !poolsWithListener.has(pool)) {
       poolsWithListener.add(pool);
       pool.on('error', ignore);
@@ -228,6 +245,26 @@ export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry
 
   async release(key: string, owner: string): Promise<void> {
     await this.#query('release', this.#sql.release, [key, owner]);
+  }
+
+  /**
+   * Wakes a waiter when the lease on `key` is released (see `LockStore.onRelease`): the store
+   * LISTENs on its channel through one client of the pool, taken while someone waits and closed
+   * after (or by {@link close}), and marks each waited key with an advisory lock on that client;
+   * a release of a marked key runs `pg_notify`. With a pool of one connection it never listens (the
+   * store's queries need it): waiters then only poll. A notification lost while that client is
+   * down only costs the waiter's next poll.
+   */
+  onRelease(key: string, listener: () => void): () => void {
+    return this.#notifications.subscribe(checkString('key', key), listener);
+  }
+
+  /**
+   * Closes the pool client waiters' wake-ups come through: waiters go on polling. The pool stays
+   * open; end it yourself.
+   */
+  async close(): Promise<void> {
+    this.#notifications.close();
   }
 
   async inspect(key: string): Promise<LeaseInfo | undefined> {

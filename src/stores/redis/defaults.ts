@@ -8,6 +8,8 @@ export const redisLockStoreDefaults = {
   waitForReplicas: 0,
   /** How long `WAIT` may block when `waitForReplicas` > 0. */
   replicaTimeout: 500,
+  /** Wake waiters on release through pub/sub, on a connection opened only while someone waits. */
+  releaseNotifications: true,
   /** `finishOccurrence`'s default retention (7 days): older records are dropped, as `RunLedger` documents. */
   retentionMs: 7 * 86_400_000,
   /** `runHistory`'s default limit, as `RunLedger` documents. */

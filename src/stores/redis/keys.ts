@@ -15,6 +15,7 @@
  * | `<prefix>{<key>}:paused:<job>` | hash | `pausedAt`, `by`, `reason`: the job's pause, while it is paused (`pauseJob`); read by every claim |
  * | `<prefix>{instances}:registry` | hash | instance name -> `<lastSeenAt> <info JSON>`: what each `resil run` registered (`registerInstance`) |
  * | `<prefix>{instances}:registry-expiry` | sorted set | instance names, scored by when they expire (server clock, ms): `listInstances` reads the live ones |
+ * | `<prefix>{<key>}:released` | pub/sub channel, not a key | a `release` publishes on it; waiters on the key subscribe (`onRelease`) |
  * | `<prefix>{<resource>}:fence` | string | highest fencing token written to the resource |
  * | `<prefix>{<resource>}:value:<name>` | string | a fenced value |
  *
@@ -30,6 +31,11 @@ export class RedisKeys {
 
   token(key: string): string {
     return `${this.prefix}{${key}}:token`;
+  }
+
+  /** The pub/sub channel a release of `key` publishes on. */
+  released(key: string): string {
+    return `${this.prefix}{${key}}:released`;
   }
 
   current(key: string): string {

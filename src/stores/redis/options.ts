@@ -35,6 +35,15 @@ export interface RedisLockStoreOptions {
   waitForReplicas?: number;
   /** How long `WAIT` may block when `waitForReplicas` > 0; less than `commandTimeout`. Defaults to 500 ms. */
   replicaTimeout?: Duration;
+  /**
+   * Wake waiters when a lease is released: every release publishes on the key's channel
+   * (`<prefix>{<key>}:released`), and while a lock waits for a key held elsewhere (`lock.wait`),
+   * the store subscribes to it on one connection of its own (`client.duplicate()`, so the same
+   * options, TLS and credentials), closed when nobody waits. `false`: waiters only poll (50 ms,
+   * doubling up to 1 s), and the store never opens a connection. Releases publish either way.
+   * Defaults to true.
+   */
+  releaseNotifications?: boolean;
 }
 
 /** Options of {@link RedisLockStore.fencedSet}. */

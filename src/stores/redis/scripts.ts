@@ -38,10 +38,15 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[
 return 0
 `;
 
-/** KEYS: lease. ARGV: owner. Deletes the lease only when it is the owner's. */
+/**
+ * KEYS: lease. ARGV: owner, release channel. Deletes the lease only when it is the owner's, and
+ * then publishes on the key's channel, which wakes the waiters subscribed to it (`onRelease`).
+ */
 const releaseScript = `
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1])
+redis.call('PUBLISH', ARGV[2], '')
+return 1
 `;
 
 /** KEYS: lease, token. Returns nil, or { owner, token, pttl, time seconds, time microseconds }. */

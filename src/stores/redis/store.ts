@@ -27,6 +27,7 @@ import { redisLockStoreDefaults, redisLockStoreLimits } from './defaults.ts';
 import { guardErrorEvents } from './error-events.ts';
 import { RedisKeys } from './keys.ts';
 import type { FencedSetOptions, RedisLockStoreOptions } from './options.ts';
+import { ReleaseNotifications } from './release-notifications.ts';
 import { isNoScriptError, runScript, type ScriptRunner, type StoreScript, storeScripts } from './scripts.ts';
 
 type Client = (Redis | Cluster) & ScriptRunner<Promise<unknown>> & ConnectionStatus;
@@ -50,6 +51,9 @@ type PipelineReplies = Array<[Error | null, unknown]> | null;
  *   microseconds when missing, so they increase on every acquire, also across a Redis restarted
  *   without persistence. A failover to a replica that missed the last increments can hand out a
  *   token again unless `waitForReplicas` covers the promoted replica.
+ * - A release publishes on the key's pub/sub channel, so waiters (`lock.wait`) try at once instead
+ *   of at their next poll; the store listens through a connection of its own only while someone
+ *   waits (see {@link onRelease}).
  * - Every operation fails within `commandTimeout` with `StoreUnavailableError` when Redis is down
  *   or stalled; nothing is left in the client's offline queue.
  * - Client `'error'` events never crash the process and never carry a password: the store
@@ -73,6 +77,7 @@ export class RedisLockStore implements LockStore, RunLedger, InstanceRegistry {
   readonly #bounded: BoundedCommands;
   readonly #waitForReplicas: number;
   readonly #replicaTimeout: number;
+  readonly #notifications: ReleaseNotifications | undefined;
 
   constructor(client: Redis | Cluster, options: RedisLockStoreOptions = {}) {
     if (
@@ -108,8 +113,13 @@ export class RedisLockStore implements LockStore, RunLedger, InstanceRegistry {
         `less than commandTimeout (${commandTimeout} ms), so WAIT ends before the command times out`,
       );
     }
+    const releaseNotifications = options.releaseNotifications ?? redisLockStoreDefaults.releaseNotifications;
+    if (typeof releaseNotifications !== 'boolean') {
+      throw new InvalidOptionError('releaseNotifications', releaseNotifications, 'true or false');
+    }
     this.client = client;
     this.prefix = prefix;
+    this.#notifications = releaseNotifications ? new ReleaseNotifications(client) : undefined;
     this.#keys = new RedisKeys(prefix);
     this.#waitForReplicas = waitForReplicas;
     this.#replicaTimeout = Math.ceil(replicaTimeout);
@@ -133,32 +143,36 @@ export class RedisLockStore implements LockStore, RunLedger, InstanceRegistry {
         (load) => runScript(client, storeScripts.acquire, load, args),
         // A reply we gave up on may still mean the lease was taken; releasing it (queued behind
         // the acquire on the same connection) keeps a late execution from holding the key a ttl.
-        () => this.#undoAcquire(lease, owner),
+        () => this.#undoAcquire(key, owner),
       )
       .then(tokenOrUndefined);
   }
 
   async #acquireReplicated(key: string, args: Argument[]): Promise<number | undefined> {
-    const [lease, , , owner] = args as [string, string, string, string, number];
+    const owner = args[3] as string;
     const replies = await this.#bounded.run(
       'acquire',
       key,
       (load) => this.#withWait(storeScripts.acquire, load, args),
-      () => this.#undoAcquire(lease, owner),
+      () => this.#undoAcquire(key, owner),
     );
     const issued = replies?.[0]?.[1];
     try {
       this.#checkReplicated('acquire', key, replies);
     } catch (error) {
-      if (typeof issued === 'number') this.#undoAcquire(lease, owner);
+      if (typeof issued === 'number') this.#undoAcquire(key, owner);
       throw error;
     }
     return typeof issued === 'number' ? issued : undefined;
   }
 
   /** EVAL, not EVALSHA: a rare call that must work even on a server that lost its scripts. */
-  #undoAcquire(lease: string, owner: string): void {
-    runScript(this.#client, storeScripts.release, true, [lease, owner]).catch(ignore);
+  #undoAcquire(key: string, owner: string): void {
+    runScript(this.#client, storeScripts.release, true, [
+      this.#keys.lease(key),
+      owner,
+      this.#keys.released(key),
+    ]).catch(ignore);
   }
 
   renew(key: string, owner: string, ttlMs: number): Promise<boolean> {
@@ -183,11 +197,33 @@ export class RedisLockStore implements LockStore, RunLedger, InstanceRegistry {
     } catch (error) {
       return Promise.reject(error);
     }
-    const args = [lease, owner];
+    const args = [lease, owner, this.#keys.released(key)];
     const client = this.#client;
     return this.#bounded
       .run('release', key, (load) => runScript(client, storeScripts.release, load, args))
       .then(ignore);
+  }
+
+  /**
+   * Wakes a waiter when the lease on `key` is released (see `LockStore.onRelease`): every release
+   * publishes on the key's channel, and the store subscribes to the channels someone waits on
+   * through one connection of its own (`client.duplicate()`), opened with the first subscription
+   * and closed with the last one, or by {@link close}. A notification lost while that connection
+   * is down only costs the waiter's next poll. With `releaseNotifications: false` it never calls
+   * `listener`.
+   */
+  onRelease(key: string, listener: () => void): () => void {
+    const channel = this.#keys.released(checkKey(key));
+    if (this.#notifications === undefined) return ignore;
+    return this.#notifications.subscribe(channel, listener);
+  }
+
+  /**
+   * Closes the store's own connection, the one waiters' wake-ups come through: waiters go on
+   * polling. The client you passed stays open; close it yourself.
+   */
+  async close(): Promise<void> {
+    this.#notifications?.close();
   }
 
   async inspect(key: string): Promise<LeaseInfo | undefined> {

@@ -29,6 +29,8 @@ export class MemoryLeaseStore implements LockStore {
   protected readonly time: TimeProvider;
   /** @internal */
   protected readonly keys = new Map<string, KeyState>();
+  /** The waiters' listeners per key (see `onRelease`). */
+  readonly #releaseListeners = new Map<string, Set<() => void>>();
 
   constructor(options: MemoryLeaseStoreOptions = {}) {
     this.time = options.timeProvider ?? systemTimeProvider;
@@ -59,7 +61,32 @@ export class MemoryLeaseStore implements LockStore {
 
   async release(key: string, owner: string): Promise<void> {
     const state = this.live(key, this.time.now());
-    if (state?.owner === owner) state.owner = undefined;
+    if (state?.owner !== owner) return;
+    state.owner = undefined;
+    const listeners = this.#releaseListeners.get(key);
+    if (listeners !== undefined) for (const listener of [...listeners]) notify(listener);
+  }
+
+  /** Calls `listener` at once (in a microtask) and after every release of a lease on `key` in this store. */
+  onRelease(key: string, listener: () => void): () => void {
+    let listeners = this.#releaseListeners.get(key);
+    if (listeners === undefined) {
+      listeners = new Set();
+      this.#releaseListeners.set(key, listeners);
+    }
+    // Its own entry, so that one function subscribed twice is called twice and unsubscribed once.
+    const entry = () => listener();
+    listeners.add(entry);
+    // In place at once; the first call says so, as a remote store's does once it has subscribed.
+    queueMicrotask(() => {
+      if (listeners.has(entry)) notify(entry);
+    });
+    return () => {
+      listeners.delete(entry);
+      if (listeners.size === 0 && this.#releaseListeners.get(key) === listeners) {
+        this.#releaseListeners.delete(key);
+      }
+    };
   }
 
   async inspect(key: string): Promise<LeaseInfo | undefined> {
@@ -77,6 +104,15 @@ export class MemoryLeaseStore implements LockStore {
   protected live(key: string, now: number): KeyState | undefined {
     const state = this.keys.get(key);
     return state !== undefined && state.owner !== undefined && state.expiresAt > now ? state : undefined;
+  }
+}
+
+/** A waiter's listener: what it throws must not fail the release that woke it. */
+function notify(listener: () => void): void {
+  try {
+    listener();
+  } catch {
+    // The waiter polls anyway.
   }
 }
 

@@ -28,4 +28,16 @@ export interface LockStore {
   inspect?(key: string): Promise<LeaseInfo | undefined>;
   /** The store's own clock in epoch ms (Redis `TIME`, PostgreSQL `now()`). */
   now?(): Promise<number>;
+  /**
+   * Wakes a waiter when the lease on `key` may have become free, so that the lock strategy tries
+   * to acquire at once instead of at its next poll. Calls `listener` once the subscription is in
+   * place (a release may have come before it), after every `release()` of a lease on `key` through
+   * any store sharing the same backend, and whenever notifications may have been missed (a
+   * reconnect). Returns a function that ends the subscription.
+   *
+   * Best effort: the strategy keeps polling while it waits, so a lost notification only costs the
+   * next poll, and a call when the key is taken again already only costs one acquire. Leases that
+   * expire are not announced. `resil/testing`'s conformance suite checks it when a store has it.
+   */
+  onRelease?(key: string, listener: () => void): () => void;
 }

@@ -9,13 +9,14 @@ import type {
   StrategyEnvironment,
   StrategyFactory,
 } from '../../pipeline/strategy.ts';
-import { delay, neverAbortedSignal } from '../../pipeline/time.ts';
+import { neverAbortedSignal } from '../../pipeline/time.ts';
 import { lockDefaults, lockTiming } from './defaults.ts';
 import { LockLostError, LockNotAcquiredError, type StoreUnavailableError } from './errors.ts';
 import { HeldLease, type LeaseSettings } from './held-lease.ts';
 import { defaultLockStoreFor } from './memory-lease-store.ts';
 import type { LockEventArguments, LockStoreErrorArguments, LockStrategyOptions } from './options.ts';
 import { randomOwnerId } from './owner-id.ts';
+import { ReleaseWakeUp } from './release-wake-up.ts';
 import type { LockStore } from './store.ts';
 import { LOCK_TOKEN } from './token.ts';
 
@@ -143,7 +144,11 @@ class LockStrategy implements ResilienceStrategy {
     return Outcome.failure(outcome.error === lost ? lost : new LockLostError(key, { cause: outcome.error }));
   }
 
-  /** Polls until the lock is free or `wait` (counted from the first attempt) runs out. */
+  /**
+   * Polls until the lock is free or `wait` (counted from the first attempt) runs out. A store with
+   * `onRelease` wakes the waiter when the lease is released, for an attempt at once; the polls
+   * keep their cadence, so a lost notification only costs the next poll.
+   */
   async #waitForLock(
     key: string,
     owner: string,
@@ -154,28 +159,36 @@ class LockStrategy implements ResilienceStrategy {
     const time = environment.timeProvider;
     const deadline = startedAt + this.#wait;
     let signal: AbortSignal | undefined;
+    let wakeUp: ReleaseWakeUp | undefined;
     let pollDelay: number = lockTiming.pollInitialDelay;
-    for (;;) {
-      const remaining = deadline - time.monotonic();
-      if (remaining <= 0) break;
-      // Read only now: a derived context creates its signal on first read, and fail-fast locks never wait.
-      signal ??= context.signal;
-      try {
-        await delay(time, Math.min(pollDelay, remaining), signal);
-      } catch (reason) {
-        return new WaitFailure(reason);
+    try {
+      for (;;) {
+        const remaining = deadline - time.monotonic();
+        if (remaining <= 0) break;
+        // Read only now: a derived context creates its signal on first read, and fail-fast locks
+        // never wait (nor subscribe).
+        signal ??= context.signal;
+        wakeUp ??= new ReleaseWakeUp(store, key);
+        try {
+          await wakeUp.sleep(time, Math.min(pollDelay, remaining), signal);
+        } catch (reason) {
+          return new WaitFailure(reason);
+        }
+        // An attempt on a notification is an extra one: the poll cadence goes on where it was.
+        if (!wakeUp.consume()) pollDelay = Math.min(pollDelay * 2, lockTiming.pollMaxDelay);
+        const requestedAt = time.monotonic();
+        try {
+          const token = await untilAborted(store.acquire(key, owner, ttl), signal, (late) => {
+            // The caller gave up while the request was in flight: hand back what it won.
+            if (late != null) this.#release(key, owner, context);
+          });
+          if (token != null) return { token, requestedAt };
+        } catch (error) {
+          return new WaitFailure(error);
+        }
       }
-      pollDelay = Math.min(pollDelay * 2, lockTiming.pollMaxDelay);
-      const requestedAt = time.monotonic();
-      try {
-        const token = await untilAborted(store.acquire(key, owner, ttl), signal, (late) => {
-          // The caller gave up while the request was in flight: hand back what it won.
-          if (late != null) this.#release(key, owner, context);
-        });
-        if (token != null) return { token, requestedAt };
-      } catch (error) {
-        return new WaitFailure(error);
-      }
+    } finally {
+      wakeUp?.close();
     }
     const args: LockEventArguments = { context, key };
     environment.report('OnLockRejected', context, args);

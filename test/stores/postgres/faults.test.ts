@@ -1,5 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import { ResiliencePipelineBuilder } from 'resil';
 import {
   isStoreUnavailableError,
   PostgresLockStore,
@@ -7,6 +8,7 @@ import {
   withFencedTransaction,
 } from 'resil/postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { resolveTables } from '../../../src/stores/postgres/schema.ts';
 import {
   databaseUrlForTests,
   type PostgresServer,
@@ -218,5 +220,76 @@ describe.skipIf(!databaseUrl)('PostgresLockStore under faults, with real process
         expect(performance.now() - startedAt).toBeLessThan(1_500);
       }
     });
+  });
+});
+
+describe.skipIf(!databaseUrl)('PostgresLockStore wake-ups when the listening backend is terminated', () => {
+  const wakeSchema = uniqueSchemaName('wake-faults');
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: 5, connectionTimeoutMillis: 5_000 });
+  const { waiterLockClass } = resolveTables({ schema: wakeSchema });
+
+  beforeAll(async () => {
+    await pool.query(`CREATE SCHEMA ${wakeSchema}`);
+    await new PostgresLockStore(pool, { schema: wakeSchema }).ensureTables();
+  });
+  afterAll(async () => {
+    await pool.query(`DROP SCHEMA IF EXISTS ${wakeSchema} CASCADE`);
+    await pool.end();
+  });
+
+  /** The backends holding this schema's waiter locks: the store's listening client, while someone waits. */
+  const listeningBackends = async () =>
+    (
+      await pool.query<{ pid: number }>(
+        "SELECT DISTINCT pid FROM pg_locks WHERE locktype = 'advisory' AND classid = $1::int::oid AND objsubid = 2",
+        [waiterLockClass],
+      )
+    ).rows.map((row) => row.pid);
+
+  it('pg_terminate_backend of the listening backend: the release notification is lost, the waiter still acquires by polling, and the store listens again', async () => {
+    const store = new PostgresLockStore(pool, { schema: wakeSchema });
+    const lock = new ResiliencePipelineBuilder()
+      .addLock({ key: () => 'job', ttl: 30_000, wait: '20s', store })
+      .build();
+    let release: () => void = () => {};
+    const holding = lock.execute(
+      () =>
+        new Promise<void>((resolve) => {
+          release = resolve;
+        }),
+    );
+    await waitUntil('the holder to hold', async () => (await store.inspect('job')) !== undefined);
+    const waiting = lock.execute(() => performance.now());
+    const [listener] = (await waitUntil('the waiter to listen', async () => {
+      const pids = await listeningBackends();
+      return pids.length === 1 ? pids : undefined;
+    })) as number[];
+    await pool.query('SELECT pg_terminate_backend($1)', [listener]);
+    await waitUntil('the backend to be gone', async () => (await listeningBackends()).length === 0);
+    // Released within the store's 1 s before it listens again: nobody hears this NOTIFY.
+    const releasedAt = performance.now();
+    release();
+    await holding;
+    const ranAt = await waiting;
+    expect(ranAt - releasedAt).toBeLessThan(1_000 + 400);
+    // The next waiter listens again, on a new backend, and is woken through it.
+    let releaseAgain: () => void = () => {};
+    const holdingAgain = lock.execute(
+      () =>
+        new Promise<void>((resolve) => {
+          releaseAgain = resolve;
+        }),
+    );
+    await waitUntil('the holder to hold again', async () => (await store.inspect('job')) !== undefined);
+    const waitingAgain = lock.execute(() => 'woken');
+    const [again] = (await waitUntil('the next waiter to listen', async () => {
+      const pids = await listeningBackends();
+      return pids.length === 1 ? pids : undefined;
+    })) as number[];
+    expect(again).not.toBe(listener);
+    releaseAgain();
+    await holdingAgain;
+    expect(await waitingAgain).toBe('woken');
+    await store.close();
   });
 });

@@ -306,3 +306,89 @@ describe
       expect(output).not.toContain(password);
     });
   });
+
+describe.skipIf(privateRedisUnavailableReason())(
+  'RedisLockStore wake-ups when the subscriber connection dies',
+  () => {
+    let server: RedisServer;
+    let admin: Redis;
+    beforeAll(async () => {
+      server = await startRedisServer();
+      admin = new Redis(server.url);
+    });
+    afterAll(async () => {
+      admin?.disconnect();
+      await server?.stop();
+    });
+
+    const subscribers = async () =>
+      ((await admin.call('CLIENT', 'LIST', 'TYPE', 'pubsub')) as string).split('\n').filter(Boolean).length;
+
+    /** A holder on `key` until the returned `release()`, and a waiter behind it that records when it ran. */
+    async function holderAndWaiter(store: RedisLockStore, key: string) {
+      const lock = new ResiliencePipelineBuilder()
+        .addLock({ key: () => key, ttl: 30_000, wait: '20s', store })
+        .build();
+      let release: () => void = () => {};
+      const holding = lock.execute(
+        () =>
+          new Promise<void>((resolve) => {
+            release = resolve;
+          }),
+      );
+      await waitUntil('the holder to hold', async () => (await store.inspect(key)) !== undefined);
+      let ranAt = 0;
+      const waiting = lock.execute(() => {
+        ranAt = performance.now();
+      });
+      await waitUntil('the waiter to subscribe', async () => (await subscribers()) === 1);
+      return {
+        async releaseAndAwaitWaiter(): Promise<number> {
+          const releasedAt = performance.now();
+          release();
+          await holding;
+          await waiting;
+          return ranAt - releasedAt;
+        },
+      };
+    }
+
+    it('killed (CLIENT KILL TYPE pubsub) and never back: the release notification is lost, and the waiter still acquires by polling', async () => {
+      // A client that never reconnects; the store's own connection is its duplicate, so neither does that one.
+      const client = new Redis(server.url, { retryStrategy: () => null });
+      try {
+        const store = new RedisLockStore(client, { prefix: 'lost-wake:' });
+        const scene = await holderAndWaiter(store, 'job');
+        expect(await admin.client('KILL', 'TYPE', 'pubsub')).toBe(1);
+        await waitUntil('the subscriber to be gone', async () => (await subscribers()) === 0);
+        const waited = await scene.releaseAndAwaitWaiter();
+        // Nobody was subscribed when the release published: only a poll (at most 1 s apart) found the key free.
+        expect(await subscribers()).toBe(0);
+        expect(waited).toBeLessThan(1_000 + slack);
+        // A later wait opens a connection of its own again, and is woken by it.
+        const again = await holderAndWaiter(store, 'job-2');
+        expect(await again.releaseAndAwaitWaiter()).toBeLessThan(1_000 + slack);
+        await store.close();
+      } finally {
+        client.disconnect();
+      }
+    });
+
+    it('killed and reconnected by ioredis: the waiter is subscribed again and still acquires', async () => {
+      const client = new Redis(server.url, { retryStrategy: () => 50 });
+      try {
+        const store = new RedisLockStore(client, { prefix: 'reconnect-wake:' });
+        const scene = await holderAndWaiter(store, 'job');
+        expect(await admin.client('KILL', 'TYPE', 'pubsub')).toBe(1);
+        await waitUntil('the subscriber to come back', async () => (await subscribers()) === 1, {
+          timeoutMs: 5_000,
+        });
+        expect(await scene.releaseAndAwaitWaiter()).toBeLessThan(1_000 + slack);
+        await store.close();
+        await waitUntil('the connection to close', async () => (await subscribers()) === 0);
+      } finally {
+        client.disconnect();
+      }
+    });
+  },
+);

@@ -52,6 +52,7 @@ describe('RedisLockStore defaults and options', () => {
       commandTimeout: 2_000,
       waitForReplicas: 0,
       replicaTimeout: 500,
+      releaseNotifications: true,
       retentionMs: 7 * 86_400_000,
       historyLimit: 20,
     });
@@ -69,6 +70,7 @@ describe('RedisLockStore defaults and options', () => {
     [{ waitForReplicas: -1 }, 'waitForReplicas', '-1'],
     [{ waitForReplicas: 1, replicaTimeout: '2s' }, 'replicaTimeout', '"2s"'],
     [{ prefix: 42 }, 'prefix', '42'],
+    [{ releaseNotifications: 'yes' }, 'releaseNotifications', '"yes"'],
   ])('rejects %o naming the option and the value', (options, option, shown) => {
     let caught: unknown;
     try {

@@ -101,6 +101,7 @@ describe('lock: acquire', () => {
 
   it('polls a held lock at 50, 100, 200, 400, 800 ms, then every 1 s, until wait runs out', async () => {
     const setup = setUp({ wait: '5s' });
+    setup.store.wakeUps = 'lost';
     const release = await holdLock(setup);
     let settled = false;
     const result = setup.pipeline
@@ -116,12 +117,14 @@ describe('lock: acquire', () => {
     // The holder's acquire, then the waiter's first attempt and its polls; the last falls on wait's end.
     expect(setup.store.times('acquire')).toEqual([0, 0, 50, 150, 350, 750, 1550, 2550, 3550, 4550, 5000]);
     expect(setup.time.pendingTimers).toBe(1); // the holder's renewal timer, nothing of the waiter's
+    expect(setup.store.activeWakeUps).toBe(0);
     await release();
     expect(setup.time.pendingTimers).toBe(0);
   });
 
-  it('acquires at the first poll after the holder releases', async () => {
+  it('acquires at the first poll after the holder releases when the release notification is lost', async () => {
     const setup = setUp({ wait: '10s' });
+    setup.store.wakeUps = 'lost';
     const release = await holdLock(setup);
     const result = setup.pipeline.settle(() => 'second');
     await setup.time.advance(400);
@@ -132,6 +135,74 @@ describe('lock: acquire', () => {
     expect(await result).toMatchObject({ ok: true, value: 'second' });
     expect(setup.store.times('acquire').at(-1)).toBe(750);
     expect(setup.time.pendingTimers).toBe(0);
+  });
+
+  it("with a store's onRelease: also tries once the subscription is in place, then keeps the poll cadence", async () => {
+    const setup = setUp({ wait: '5s' });
+    const release = await holdLock(setup);
+    const outcome = setup.pipeline.settle(() => 1);
+    await setup.time.advance(5_000);
+    expect((await outcome).error).toBeInstanceOf(LockNotAcquiredError);
+    // The holder's acquire, the waiter's first attempt, its attempt once subscribed (the holder may
+    // have released in between), then the polls as without notifications.
+    expect(setup.store.times('acquire')).toEqual([0, 0, 0, 50, 150, 350, 750, 1550, 2550, 3550, 4550, 5000]);
+    expect(setup.store.activeWakeUps).toBe(0);
+    await release();
+  });
+
+  it("with a store's onRelease: acquires as soon as the holder releases, not at the next poll", async () => {
+    const setup = setUp({ wait: '10s' });
+    const release = await holdLock(setup);
+    const result = setup.pipeline.settle(() => 'second');
+    await setup.time.advance(400);
+    expect(setup.store.activeWakeUps).toBe(1);
+    await release();
+    expect(await result).toMatchObject({ ok: true, value: 'second' });
+    expect(setup.store.times('acquire').at(-1)).toBe(400);
+    expect(setup.store.activeWakeUps).toBe(0);
+    expect(setup.time.pendingTimers).toBe(0);
+  });
+
+  it('a waiter woken by a release that another waiter wins goes on polling at its cadence', async () => {
+    const setup = setUp({ wait: '10s' });
+    const release = await holdLock(setup);
+    const waiters = [0, 1].map(() => setup.pipeline.settle(() => setup.time.monotonic()));
+    await setup.time.advance(400);
+    await release();
+    // Both are woken at 400: one wins and holds the lock until released at 400 (a sync callback).
+    const [first, second] = await Promise.all(waiters);
+    expect([first!.value, second!.value].sort((a, b) => a! - b!)).toEqual([400, 400]);
+    const attempts = setup.store.times('acquire');
+    // Woken again by the winner's release at 400: no poll had to come first.
+    expect(attempts.filter((at) => at === 400).length).toBeGreaterThanOrEqual(2);
+    expect(setup.store.activeWakeUps).toBe(0);
+    expect(setup.time.pendingTimers).toBe(0);
+  });
+
+  it("polls as before when the store's onRelease throws", async () => {
+    const setup = setUp({ wait: '10s' });
+    setup.store.wakeUps = 'throw';
+    const release = await holdLock(setup);
+    const result = setup.pipeline.settle(() => 'second');
+    await setup.time.advance(400);
+    await release();
+    await setup.time.advance(350);
+    expect(await result).toMatchObject({ ok: true, value: 'second' });
+    expect(setup.store.times('acquire').at(-1)).toBe(750);
+  });
+
+  it('never subscribes without waiting: wait 0 fails fast with no onRelease call', async () => {
+    const setup = setUp();
+    let subscriptions = 0;
+    const onRelease = setup.store.onRelease.bind(setup.store);
+    setup.store.onRelease = (key, listener) => {
+      subscriptions++;
+      return onRelease(key, listener);
+    };
+    const release = await holdLock(setup);
+    expect((await setup.pipeline.settle(() => 1)).error).toBeInstanceOf(LockNotAcquiredError);
+    expect(subscriptions).toBe(0);
+    await release();
   });
 
   it('fails with the abort reason at once when the caller aborts while waiting; the callback never runs', async () => {
@@ -157,6 +228,7 @@ describe('lock: acquire', () => {
     expect(settled).toBe(true);
     expect((await result).error).toBe(reason);
     expect(ran).toBe(false);
+    expect(setup.store.activeWakeUps).toBe(0);
     await release();
     expect(setup.time.pendingTimers).toBe(0);
   });

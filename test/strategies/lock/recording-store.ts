@@ -18,7 +18,15 @@ export class RecordingStore extends MemoryLockStore {
   readonly calls: StoreCall[] = [];
   onAcquire: Override<[key: string, owner: string, ttlMs: number], number | undefined>;
   onRenew: Override<[key: string, owner: string, ttlMs: number], boolean>;
-  onRelease: Override<[key: string, owner: string], void>;
+  /** Replaces `release` (not `onRelease`, the wake-up subscription it inherits). */
+  onReleaseCall: Override<[key: string, owner: string], void>;
+  /**
+   * What `onRelease` does: `notify` as MemoryLockStore does, `lost` subscribes but every
+   * notification is lost (a store that can only be polled), `throw` fails to subscribe.
+   */
+  wakeUps: 'notify' | 'lost' | 'throw' = 'notify';
+  /** `onRelease` subscriptions not ended yet. */
+  activeWakeUps = 0;
   readonly #time: TimeProvider;
 
   constructor(time: TimeProvider) {
@@ -43,7 +51,21 @@ export class RecordingStore extends MemoryLockStore {
 
   override release(key: string, owner: string): Promise<void> {
     this.calls.push({ op: 'release', key, owner, at: this.#time.monotonic() });
-    return this.onRelease ? this.onRelease(key, owner) : super.release(key, owner);
+    return this.onReleaseCall ? this.onReleaseCall(key, owner) : super.release(key, owner);
+  }
+
+  override onRelease(key: string, listener: () => void): () => void {
+    if (this.wakeUps === 'throw') throw new Error('subscription refused');
+    const unsubscribe = super.onRelease(key, () => {
+      if (this.wakeUps === 'notify') listener();
+    });
+    this.activeWakeUps++;
+    let active = true;
+    return () => {
+      if (active) this.activeWakeUps--;
+      active = false;
+      unsubscribe();
+    };
   }
 
   /** The parent's acquire, for overrides that delegate. */

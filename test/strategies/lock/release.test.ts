@@ -99,7 +99,7 @@ describe('lock: release', () => {
   it('ignores a failed release and reports it as OnLockReleaseFailed', async () => {
     const { pipeline, store, time, events } = setUp();
     const failure = new Error('connection closed');
-    store.onRelease = () => Promise.reject(failure);
+    store.onReleaseCall = () => Promise.reject(failure);
     expect(await pipeline.execute(() => 'done')).toBe('done');
     expect(events.map((event) => event.event)).toEqual(['OnLockReleaseFailed']);
     expect(events[0]!.args).toMatchObject({ key: 'report', error: failure });
