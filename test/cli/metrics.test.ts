@@ -67,19 +67,19 @@ export default defineConfig({
   };
 }
 
-/** The alert rules block of the README's "Metrics and health" section, and each rule's expression. */
+/** The alert rules block of docs/metrics.md ("Metrics and health"), and each rule's expression. */
 function readmeAlertRules(): { yaml: string; expressions: Map<string, string> } {
-  const readme = readFileSync(join(repoRoot, 'README.md'), 'utf8');
-  const yaml = /## Metrics and health[\s\S]*?```yaml\n(groups:[\s\S]*?)```/.exec(readme)?.[1];
+  const page = readFileSync(join(repoRoot, 'docs/metrics.md'), 'utf8');
+  const yaml = /# Metrics and health[\s\S]*?```yaml\n(groups:[\s\S]*?)```/.exec(page)?.[1];
   if (yaml === undefined)
-    throw new Error('README.md: no ```yaml block with groups: under "## Metrics and health"');
+    throw new Error('docs/metrics.md: no ```yaml block with groups: under "# Metrics and health"');
   const expressions = new Map<string, string>();
   for (const rule of yaml.split(/^\s*- alert: /m).slice(1)) {
     const name = rule.split('\n')[0]!.trim();
     const block = /^( *)expr: \|\n((?:\1 +.*\n)+)/m.exec(rule);
     const inline = /^ *expr: (?!\|)(.+)$/m.exec(rule);
     const expression = block ? block[2]!.replace(/\s+/g, ' ').trim() : inline?.[1]?.trim();
-    if (expression === undefined) throw new Error(`README.md: alert ${name} has no expr`);
+    if (expression === undefined) throw new Error(`docs/metrics.md: alert ${name} has no expr`);
     expressions.set(name, expression);
   }
   return { yaml, expressions };
@@ -428,7 +428,7 @@ describe.skipIf(!redisUrl)('resil run --metrics on Redis, scraped', () => {
       expect(up!.value[1]).toBe('1');
     }, 30_000);
 
-    it("the README's alert expressions run against it: quiet now, and they do see the series", async () => {
+    it("the documented alert expressions run against it: quiet now, and they do see the series", async () => {
       const [nightly, clock] = [...readmeAlertRules().expressions.values()] as [string, string];
       // On a job that just succeeded the nightly alert is quiet; with a 0 s threshold it fires.
       const onTick = nightly.replaceAll('nightly-report', 'tick');
@@ -444,7 +444,7 @@ describe.skipIf(!redisUrl)('resil run --metrics on Redis, scraped', () => {
     }, 20_000);
   });
 
-  it.skipIf(noPromtool)("the README's alert rules pass promtool check rules", async () => {
+  it.skipIf(noPromtool)("the documented alert rules pass promtool check rules", async () => {
     const { yaml, expressions } = readmeAlertRules();
     expect([...expressions.values()].join('\n')).toContain('resil_job_last_success_timestamp_seconds');
     expect([...expressions.values()].join('\n')).toContain('resil_store_clock_offset_seconds');

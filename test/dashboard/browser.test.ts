@@ -309,7 +309,7 @@ describe.skipIf(!browser || !redisUrl)('resil dashboard in Chromium, over a real
     }
   });
 
-  it('the table pauses a job with its own button, and shows it paused (the pages as the README shows them)', {
+  it('the table pauses a job with its own button, and shows it paused (the pages as docs/dashboard.md shows them)', {
     timeout: 60_000,
   }, async () => {
     await page.goto(dashboard.url);

@@ -1,6 +1,6 @@
 /**
  * resil as a user's project gets it: the packed tarball installed from the registry's point of
- * view, next to the ioredis major the user picked. The README's Redis and PostgreSQL configs must
+ * view, next to the ioredis major the user picked. The documented Redis and PostgreSQL configs must
  * type-check there, and a job must run on a real Redis with each ioredis major.
  */
 import { execFile, execFileSync } from 'node:child_process';
@@ -12,20 +12,18 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { publishedManifest } from '../../scripts/pack-manifest.ts';
 import { ensureBuilt, repoRoot } from '../cli/run-process.ts';
+import { documentationFiles, snippetsOf } from '../docs/snippets.ts';
 import { deleteKeys, redisUrlForTests, uniquePrefix } from '../support/redis.ts';
 
 const run = promisify(execFile);
 const redisUrl = await redisUrlForTests();
 
-/** The README's ```ts blocks that contain every one of `needles`. */
-function readmeBlock(...needles: string[]): string {
-  const readme = readFileSync(join(repoRoot, 'README.md'), 'utf8');
-  const blocks = [...readme.matchAll(/^( *)```ts\n([\s\S]*?)^\1```$/gm)].map(([, indent, body]) =>
-    body!.replace(new RegExp(`^${indent}`, 'gm'), ''),
-  );
-  const found = blocks.find((block) => needles.every((needle) => block.includes(needle)));
-  if (found === undefined) throw new Error(`README has no ts block with ${needles.join(', ')}`);
-  return found;
+/** The first ```ts block of README.md or docs/ that contains every one of `needles`. */
+function documentedBlock(...needles: string[]): string {
+  const blocks = documentationFiles(repoRoot).flatMap((file) => snippetsOf(repoRoot, file));
+  const found = blocks.find((block) => needles.every((needle) => block.code.includes(needle)));
+  if (found === undefined) throw new Error(`no ts block in README.md or docs/ with ${needles.join(', ')}`);
+  return found.code;
 }
 
 const jobFiles = {
@@ -87,7 +85,7 @@ describe('a consumer project installing the packed resil', () => {
   });
 
   it.each([5, 6])(
-    'with ioredis %i: the README configs type-check and a job runs on Redis',
+    'with ioredis %i: the documented configs type-check and a job runs on Redis',
     async (major) => {
       const directory = join(workspace, `ioredis-${major}`);
       mkdirSync(join(directory, 'jobs'), { recursive: true });
@@ -117,11 +115,11 @@ describe('a consumer project installing the packed resil', () => {
           },
           include: ['*.ts', 'jobs'],
         }),
-        'resil.config.ts': readmeBlock('export default defineConfig(', 'new RedisLockStore(client').replace(
+        'resil.config.ts': documentedBlock('export default defineConfig(', 'new RedisLockStore(client').replace(
           "prefix: 'myapp:'",
           `prefix: ${JSON.stringify(prefix)}`,
         ),
-        'postgres.config.ts': readmeBlock('export default defineConfig(', 'new PostgresLockStore('),
+        'postgres.config.ts': documentedBlock('export default defineConfig(', 'new PostgresLockStore('),
         ...jobFiles,
       };
       for (const [file, content] of Object.entries(files)) writeFileSync(join(directory, file), content);

@@ -56,7 +56,7 @@ describe.skipIf(privateRedisUnavailableReason(['redis-server', 'redis-cli', 'red
         },
         { timeoutMs: 15_000, intervalMs: 100 },
       );
-      // What the README's Sentinel example sets: the sentinels, the master's name and the detector.
+      // What the Sentinel example of docs/redis.md sets: the sentinels, the master's name and the detector.
       client = new Redis({
         sentinels: [{ host: '127.0.0.1', port: sentinel.port }],
         name: sentinel.masterName,
