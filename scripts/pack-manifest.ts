@@ -3,8 +3,10 @@
  * builds dist/ in a clone of this repository, and npm 11 warns about it on every consumer's
  * install) and without `allowScripts` (this repository's own install policy).
  *
- * `node --import tsx scripts/pack-manifest.ts strip` (prepack) writes it over package.json and
- * keeps the original as package.json.orig; `... restore` (postpack) puts the original back.
+ * `node --import tsx scripts/pack-manifest.ts strip` (prepack, after `npm run build`: npm reads
+ * package.json again after prepack and would find no `prepare` to build dist/ with) writes it over
+ * package.json and keeps the original as package.json.orig; `... restore` (postpack) puts the
+ * original back. A pack stopped between the two leaves package.json.orig: `restore` mends it.
  */
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';

@@ -62,7 +62,7 @@ describe('a consumer project installing the packed resil', () => {
       unknown
     >;
     expect((manifest.scripts as Record<string, string>).prepack).toBe(
-      'node --import tsx scripts/pack-manifest.ts strip',
+      'npm run build && node --import tsx scripts/pack-manifest.ts strip',
     );
     writeFileSync(join(staging, 'package.json'), JSON.stringify(publishedManifest(manifest), null, 2));
     const name = execFileSync(
@@ -115,10 +115,10 @@ describe('a consumer project installing the packed resil', () => {
           },
           include: ['*.ts', 'jobs'],
         }),
-        'resil.config.ts': documentedBlock('export default defineConfig(', 'new RedisLockStore(client').replace(
-          "prefix: 'myapp:'",
-          `prefix: ${JSON.stringify(prefix)}`,
-        ),
+        'resil.config.ts': documentedBlock(
+          'export default defineConfig(',
+          'new RedisLockStore(client',
+        ).replace("prefix: 'myapp:'", `prefix: ${JSON.stringify(prefix)}`),
         'postgres.config.ts': documentedBlock('export default defineConfig(', 'new PostgresLockStore('),
         ...jobFiles,
       };
