@@ -4,10 +4,10 @@
  * (`password=secret`, `password='se cret'`). The user name stays: it says which account failed.
  */
 
-/** `scheme://user:` then the password, up to the `@` that ends the user info. */
-const urlPassword = /\b([a-z][a-z0-9+.-]*:\/\/[^\s:/?#@]*:)[^\s@/]+@/gi;
-/** `password=...`, the value bare or single-quoted (with `\'` or `''` inside), as libpq reads it. */
-const keywordPassword = /\b(password\s*=\s*)('(?:[^'\\]|\\.|'')*'|[^\s'][^\s]*)/gi;
+/** `scheme://user:` then the password, up to the last `@` before the host (a password may hold a raw `@`). */
+const urlPassword = /\b([a-z][a-z0-9+.-]*:\/\/[^\s:/?#@]*:)[^\s/]+@/gi;
+/** `password=...`, the value bare, single-quoted (with `\'` or `''` inside, as libpq reads it) or double-quoted. */
+const keywordPassword = /\b(password\s*=\s*)('(?:[^'\\]|\\.|'')*'|"(?:[^"\\]|\\.)*"|[^\s'"][^\s]*)/gi;
 
 /** What a password is replaced with. */
 export const redacted = '[redacted]';

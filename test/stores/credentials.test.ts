@@ -24,6 +24,9 @@ describe('redactCredentials', () => {
     ["host=db password='it''s secret' user=app", 'host=db password=[redacted] user=app'],
     ["password='with \\' quote' user=app", 'password=[redacted] user=app'],
     ['PASSWORD = hunter2', 'PASSWORD = [redacted]'],
+    ['password = "quoted secret" host=db', 'password = [redacted] host=db'],
+    ['redis://user:p@ss@host:6379/0', 'redis://user:[redacted]@host:6379/0'],
+    ['postgres://u:p@h/db?note=a@b', 'postgres://u:[redacted]@h/db?note=a@b'],
     // Nothing to hide: a user without a password, a plain URL, a mention of the word.
     ['redis://default@db:6379', 'redis://default@db:6379'],
     ['https://example.com/path?q=1', 'https://example.com/path?q=1'],
