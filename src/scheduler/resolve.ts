@@ -188,9 +188,12 @@ function telemetry(value: unknown, report: Report): SchedulerTelemetry | undefin
     return undefined;
   }
   const members = value as Record<string, unknown>;
-  // openTelemetry() returns a function (a pipeline listener) that is also one: the own properties
-  // of a function are not options.
-  if (typeof value === 'object') checkUnknownOptions(members, telemetryMembers, 'telemetry.', report);
+  // Only a plain object literal's keys are options (a typo there is worth a message). openTelemetry()
+  // returns a function that is also one, and a class instance keeps its own state in fields: their
+  // own properties are not options.
+  const prototype = typeof value === 'object' ? Object.getPrototypeOf(value) : undefined;
+  if (prototype === Object.prototype || prototype === null)
+    checkUnknownOptions(members, telemetryMembers, 'telemetry.', report);
   let valid = true;
   for (const member of telemetryMembers) {
     if (members[member] === undefined || typeof members[member] === 'function') continue;

@@ -233,6 +233,26 @@ describe('validation', () => {
     ]);
   });
 
+  it('telemetry: a class instance with fields of its own fits; a plain object with a typo does not', async () => {
+    class Sink {
+      readonly events: string[] = [];
+      onSchedulerEvent(event: { type: string }) {
+        this.events.push(event.type);
+      }
+    }
+    const sink = new Sink();
+    const config = await resolveConfig(
+      { telemetry: sink, jobs: [{ name: 'a', schedule: '* * * * *', run }] },
+      file,
+    );
+    expect(config.telemetry).toBe(sink);
+    expect(
+      await problemsOf({ telemetry: { onSchedulerEvnt: () => {}, onSchedulerEvent: () => {} }, jobs: [] }),
+    ).toEqual([
+      `${file}: option "telemetry.onSchedulerEvnt": unknown option (did you mean "telemetry.onSchedulerEvent"?); known options: pipelineListener, onSchedulerEvent, flush`,
+    ]);
+  });
+
   it('ConfigError carries the first problem and every problem', () => {
     const error = new ConfigError([
       { file, job: 'a', option: 'timeout', value: 'x', message: 'bad' },
