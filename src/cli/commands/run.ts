@@ -153,6 +153,10 @@ Examples:
             process.exit(128 + (signalNumbers[signal] ?? 1));
           }
           logger.info({ signal }, 'signal received: stopping gracefully (send it again to exit at once)');
+          stopGracefully();
+        };
+        // From the stop signal on: /readyz says 503, no new fire starts, running jobs finish.
+        const stopGracefully = () => {
           metrics?.stopping();
           runner.stop().then(resolve, (error: unknown) => {
             logger.error({ err: error }, 'error while stopping');
@@ -167,10 +171,7 @@ Examples:
           if (received > 0) return;
           received++;
           logger.info({ launcher }, `${launcher} exited: stopping gracefully`);
-          runner.stop().then(resolve, (error: unknown) => {
-            logger.error({ err: error }, 'error while stopping');
-            resolve();
-          });
+          stopGracefully();
         });
       });
       await runner.start();
