@@ -410,6 +410,28 @@ describe('LastSuccessRefresher', () => {
     refresher.stop();
   });
 
+  it('an older read answering after a newer one does not move the value back', async () => {
+    const answers: Array<(value: number) => void> = [];
+    const set: Array<[string, number | undefined]> = [];
+    const refresher = new LastSuccessRefresher({
+      ledger: { lastCompleted: () => new Promise<number>((resolve) => answers.push(resolve)) },
+      jobs: [job('tick')],
+      set: (name, value) => set.push([name, value]),
+      time: new FakeTimeProvider(),
+    });
+    refresher.start(); // the round's read of tick, in flight
+    refresher.succeeded('tick', 2_000); // a second read, after the success here
+    await Promise.resolve();
+    expect(answers).toHaveLength(2);
+    answers[1]!(2_000); // the newer read answers first
+    await refresher.settled().catch(() => {});
+    await new Promise((resolve) => setImmediate(resolve));
+    answers[0]!(1_000); // the older one late, from before the success
+    await refresher.settled();
+    expect(set).toEqual([['tick', 2_000]]);
+    refresher.stop();
+  });
+
   it("without a run ledger: this instance's own latest success", () => {
     const set: Array<[string, number | undefined]> = [];
     const refresher = new LastSuccessRefresher({

@@ -36,6 +36,8 @@ export class LastSuccessRefresher {
   readonly #keys = new Map<string, string>();
   readonly #pending = new Set<string>();
   readonly #latest = new Map<string, number>();
+  /** Per job, the number of the latest read started: an older read's late answer is dropped. */
+  readonly #reads = new Map<string, number>();
   #active = 0;
   #timer: TimerHandle | undefined;
   #running = false;
@@ -113,6 +115,8 @@ export class LastSuccessRefresher {
   async #read(job: string): Promise<void> {
     const { ledger, set, onError } = this.#options;
     const timeoutMs = this.#options.readTimeoutMs ?? lastSuccessDefaults.readTimeoutMs;
+    const number = (this.#reads.get(job) ?? 0) + 1;
+    this.#reads.set(job, number);
     try {
       const read = Promise.resolve().then(() => ledger!.lastCompleted(job, { key: this.#keys.get(job)! }));
       const latest = await withDeadline(
@@ -120,7 +124,8 @@ export class LastSuccessRefresher {
         timeoutMs,
         `the run ledger did not answer within ${timeoutMs} ms`,
       );
-      if (!this.#running) return;
+      // Stopped, or a newer read of this job started meanwhile (its answer is the fresher one).
+      if (!this.#running || this.#reads.get(job) !== number) return;
       if (latest === undefined) this.#latest.delete(job);
       else this.#latest.set(job, latest);
       set(job, latest);
