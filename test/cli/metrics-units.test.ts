@@ -423,9 +423,10 @@ describe('LastSuccessRefresher', () => {
     refresher.succeeded('tick', 2_000); // a second read, after the success here
     await Promise.resolve();
     expect(answers).toHaveLength(2);
+    const turn = () => new Promise((resolve) => setImmediate(resolve));
     answers[1]!(2_000); // the newer read answers first
-    await refresher.settled().catch(() => {});
-    await new Promise((resolve) => setImmediate(resolve));
+    await turn();
+    expect(set).toEqual([['tick', 2_000]]);
     answers[0]!(1_000); // the older one late, from before the success
     await refresher.settled();
     expect(set).toEqual([['tick', 2_000]]);
