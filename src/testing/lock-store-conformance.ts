@@ -156,6 +156,25 @@ export function describeLockStoreConformance(
           expect(won, lockKey).toHaveLength(1);
         }
       });
+
+      it('answers each of many acquires and releases issued at once on its own, held keys and free ones mixed', async () => {
+        const { store, key } = await setUp();
+        const keys = Array.from({ length: 20 }, (_, index) => key(`many-${index}`));
+        const held = keys.filter((_, index) => index % 4 === 0);
+        for (const lockKey of held) await store.acquire(lockKey, 'holder', longTtl);
+        const tokens = await Promise.all(keys.map((lockKey) => store.acquire(lockKey, 'owner-a', longTtl)));
+        for (const [index, lockKey] of keys.entries()) {
+          if (held.includes(lockKey)) expect(tokens[index], lockKey).toBeUndefined();
+          else expect(Number.isSafeInteger(tokens[index]) && tokens[index]! > 0, lockKey).toBe(true);
+        }
+        // Everyone releases everything at once: only the owner's own leases go.
+        await Promise.all(keys.map((lockKey) => store.release(lockKey, 'owner-a')));
+        const retaken = await Promise.all(keys.map((lockKey) => store.acquire(lockKey, 'owner-b', longTtl)));
+        for (const [index, lockKey] of keys.entries()) {
+          if (held.includes(lockKey)) expect(retaken[index], lockKey).toBeUndefined();
+          else expect(retaken[index], lockKey).toBeGreaterThan(tokens[index]!);
+        }
+      });
     });
 
     describe('renew', () => {

@@ -23,7 +23,7 @@ class PendingCommand {
   constructor(
     readonly deadline: number,
     readonly operation: string,
-    readonly key: string,
+    readonly key: KeysOf,
     /** Runs when the reply to a sent command may still arrive after the deadline. */
     readonly onLateReply: (() => void) | undefined,
   ) {}
@@ -61,7 +61,7 @@ export class BoundedCommands {
    */
   run<T>(
     operation: string,
-    key: string,
+    key: KeysOf,
     send: (loadScript: boolean) => Promise<T>,
     onLateReply?: () => void,
   ): Promise<T> {
@@ -182,7 +182,7 @@ export class BoundedCommands {
   }
 }
 
-function closedError(operation: string, key: string): StoreUnavailableError {
+function closedError(operation: string, key: KeysOf): StoreUnavailableError {
   return new StoreUnavailableError(
     `Redis connection is closed (quit, disconnected, or gave up reconnecting): ${describe(operation, key)} was not sent.`,
   );
@@ -194,14 +194,28 @@ function closedError(operation: string, key: string): StoreUnavailableError {
  * `cause` for its `code`. ioredis errors for the store's own commands carry the script
  * arguments (keys, owner ids), never the connection's credentials.
  */
-export function commandError(operation: string, key: string, error: unknown): StoreUnavailableError {
+export function commandError(operation: string, key: KeysOf, error: unknown): StoreUnavailableError {
   const reason = error instanceof Error ? error.message : String(error);
   return new StoreUnavailableError(`Redis ${describe(operation, key)} failed: ${redactCredentials(reason)}`, {
     cause: error,
   });
 }
 
-/** `acquire for "key"`, or just `TIME` for an operation without a key. */
-export function describe(operation: string, key: string): string {
+/** The key of an operation, `''` for none, or the keys of a batch of operations (lease-batches.ts). */
+export type KeysOf = string | readonly string[];
+
+/** Keys of a batch named in messages, before "and N more". */
+const keysNamed = 3;
+
+/**
+ * `acquire for "key"`, just `TIME` for an operation without a key, or for a batch
+ * `acquire for "a", "b", "c" and 13 more`.
+ */
+export function describe(operation: string, key: KeysOf): string {
+  if (typeof key !== 'string') {
+    const named = key.slice(0, keysNamed).map((each) => `"${each}"`);
+    const more = key.length - named.length;
+    return `${operation} for ${named.join(', ')}${more > 0 ? ` and ${more} more` : ''}`;
+  }
   return key === '' ? operation : `${operation} for "${key}"`;
 }

@@ -20,16 +20,35 @@ import { createHash } from 'node:crypto';
  * starting at 1, so tokens stay above any issued before the restart: a counter only ever gets
  * ahead of the clock by one per acquisition. `%d` because Lua's tostring() would print 1.7e+15.
  */
-const acquireScript = `
-if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return false end
-redis.call('DEL', KEYS[3])
-local token = redis.call('INCR', KEYS[2])
-if token == 1 then
-  local time = redis.call('TIME')
-  token = tonumber(time[1]) * 1000000 + tonumber(time[2])
-  redis.call('SET', KEYS[2], string.format('%d', token))
+const acquireOne = `
+local function acquire(lease, tokenKey, current, owner, ttl)
+  if not redis.call('SET', lease, owner, 'NX', 'PX', ttl) then return false end
+  redis.call('DEL', current)
+  local token = redis.call('INCR', tokenKey)
+  if token == 1 then
+    local time = redis.call('TIME')
+    token = tonumber(time[1]) * 1000000 + tonumber(time[2])
+    redis.call('SET', tokenKey, string.format('%d', token))
+  end
+  return token
 end
-return token
+`;
+
+const acquireScript = `${acquireOne}
+return acquire(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2])
+`;
+
+/**
+ * The acquires of one batch (issued in the same tick, see lease-batches.ts), in order: KEYS and
+ * ARGV are those of `acquire`, one after the other. Returns each one's token, or 0 when the lease
+ * was held (a nil would end the reply array).
+ */
+const acquireBatchScript = `${acquireOne}
+local tokens = {}
+for i = 1, #ARGV / 2 do
+  tokens[i] = acquire(KEYS[3 * i - 2], KEYS[3 * i - 1], KEYS[3 * i], ARGV[2 * i - 1], ARGV[2 * i]) or 0
+end
+return tokens
 `;
 
 /** KEYS: lease. ARGV: owner, ttl ms. Returns 1 when renewed, 0 when the lease is not the owner's. */
@@ -42,11 +61,24 @@ return 0
  * KEYS: lease. ARGV: owner, release channel. Deletes the lease only when it is the owner's, and
  * then publishes on the key's channel, which wakes the waiters subscribed to it (`onRelease`).
  */
-const releaseScript = `
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-redis.call('DEL', KEYS[1])
-redis.call('PUBLISH', ARGV[2], '')
-return 1
+const releaseOne = `
+local function release(lease, owner, channel)
+  if redis.call('GET', lease) ~= owner then return 0 end
+  redis.call('DEL', lease)
+  redis.call('PUBLISH', channel, '')
+  return 1
+end
+`;
+
+const releaseScript = `${releaseOne}
+return release(KEYS[1], ARGV[1], ARGV[2])
+`;
+
+/** The releases of one batch, in order: KEYS and ARGV are those of `release`, one after the other. */
+const releaseBatchScript = `${releaseOne}
+local released = {}
+for i = 1, #KEYS do released[i] = release(KEYS[i], ARGV[2 * i - 1], ARGV[2 * i]) end
+return released
 `;
 
 /** KEYS: lease, token. Returns nil, or { owner, token, pttl, time seconds, time microseconds }. */
@@ -441,6 +473,7 @@ export class StoreScript {
   readonly sha: string;
   constructor(
     readonly lua: string,
+    /** KEYS per call; for a batch script, KEYS per operation (a call has that many per operation). */
     readonly numberOfKeys: number,
   ) {
     this.sha = createHash('sha1').update(lua).digest('hex');
@@ -451,6 +484,8 @@ export const storeScripts = {
   acquire: new StoreScript(acquireScript, 3),
   renew: new StoreScript(renewScript, 1),
   release: new StoreScript(releaseScript, 1),
+  acquireBatch: new StoreScript(acquireBatchScript, 3),
+  releaseBatch: new StoreScript(releaseBatchScript, 1),
   inspect: new StoreScript(inspectScript, 2),
   claimOccurrence: new StoreScript(claimOccurrenceScript, 8),
   renewOccurrence: new StoreScript(renewOccurrenceScript, 7),
@@ -484,10 +519,11 @@ export function runScript<R>(
   script: StoreScript,
   load: boolean,
   args: Argument[],
+  numberOfKeys = script.numberOfKeys,
 ): R {
   return load
-    ? runner.eval(script.lua, script.numberOfKeys, ...args)
-    : runner.evalsha(script.sha, script.numberOfKeys, ...args);
+    ? runner.eval(script.lua, numberOfKeys, ...args)
+    : runner.evalsha(script.sha, numberOfKeys, ...args);
 }
 
 export function isNoScriptError(error: unknown): boolean {

@@ -5,7 +5,8 @@ import {
   describeLockStoreConformance,
   describeRunLedgerConformance,
 } from 'resil/testing';
-import { afterAll, beforeAll, describe } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { keySlot } from '../../../src/stores/redis/lease-batches.ts';
 import {
   deleteKeys,
   privateRedisUnavailableReason,
@@ -46,6 +47,39 @@ describe.skipIf(privateRedisUnavailableReason())('RedisLockStore on a 3-master R
     await servers?.stop();
   });
   const store = (prefix: string) => new RedisLockStore(cluster!, { prefix });
+
+  it('batches by the slot Redis Cluster computes for each key (CLUSTER KEYSLOT), hash tags and UTF-8 included', async () => {
+    const keys = [
+      'somekey',
+      'foo{hash_tag}',
+      'foo{}{bar}',
+      'foo{{bar}}zap',
+      '{user1000}.following',
+      'ключ',
+      '🔒',
+    ];
+    for (let index = 0; index < 100; index++) keys.push(`resil:{job-${index}-${Math.random()}}:lease`);
+    for (const key of keys) {
+      expect(keySlot(key), key).toBe(Number(await cluster!.call('CLUSTER', 'KEYSLOT', key)));
+    }
+  });
+
+  it('acquires of many keys in one tick, spread over the slots of 3 masters: one winner per key', async () => {
+    const clustered = store(`batch-${Date.now()}:`);
+    const keys = Array.from({ length: 40 }, (_, index) => `k${index}`);
+    const results = await Promise.all(
+      keys.flatMap((key) => [clustered.acquire(key, 'a', 30_000), clustered.acquire(key, 'b', 30_000)]),
+    );
+    for (const [index, key] of keys.entries()) {
+      const [a, b] = [results[2 * index], results[2 * index + 1]];
+      expect(a, key).toBeGreaterThan(0);
+      expect(b, key).toBeUndefined();
+    }
+    await Promise.all(keys.map((key) => clustered.release(key, 'a')));
+    expect(
+      (await Promise.all(keys.map((key) => clustered.inspect(key)))).every((lease) => lease === undefined),
+    ).toBe(true);
+  });
 
   describeLockStoreConformance('RedisLockStore (Cluster)', store);
   describeRunLedgerConformance('RedisLockStore (Cluster)', store);

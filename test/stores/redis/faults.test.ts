@@ -142,6 +142,44 @@ describe.skipIf(privateRedisUnavailableReason())('RedisLockStore under faults', 
     expect(await store.acquire('frozen', 'next-owner', 1_000)).toBeGreaterThan(0);
   });
 
+  it('Redis frozen (SIGSTOP) under a batch of 16 acquires: each fails within the bound naming the batch, and every late acquire is given back', async () => {
+    await waitUntil('the client to be ready', () => client.status === 'ready', { timeoutMs: 5_000 });
+    const keys = Array.from({ length: 16 }, (_, index) => `frozen-batch-${index}`);
+    // Scripts loaded, single and batched.
+    await Promise.all(keys.map((key) => store.acquire(key, 'warm', 1_000)));
+    await Promise.all(keys.map((key) => store.release(key, 'warm')));
+    const counters = () =>
+      Promise.all(keys.map(async (key) => Number(await admin.get(`faults:{${key}}:token`))));
+    const before = await counters();
+    server.kill('SIGSTOP');
+    let errors: unknown[];
+    try {
+      const startedAt = performance.now();
+      errors = await Promise.all(
+        keys.map((key) => store.acquire(key, 'late-owner', 60_000).catch((caught: unknown) => caught)),
+      );
+      expect(performance.now() - startedAt).toBeLessThan(commandTimeout + slack);
+    } finally {
+      server.kill('SIGCONT');
+    }
+    for (const error of errors) {
+      expect(error).toBeInstanceOf(StoreUnavailableError);
+      expect((error as Error).message).toBe(
+        `Redis did not answer acquire for "frozen-batch-0", "frozen-batch-1", "frozen-batch-2" and 13 more within ${commandTimeout} ms.`,
+      );
+    }
+    // The batch ran once Redis woke, and the releases sent after the timeout ran behind it.
+    await waitUntil(
+      'every late lease to be given back',
+      async () =>
+        (await Promise.all(keys.map((key) => store.inspect(key)))).every((lease) => lease === undefined),
+      { timeoutMs: 5_000 },
+    );
+    // They did run: each key issued one more token.
+    expect(await counters()).toEqual(before.map((token) => token + 1));
+    expect(await store.acquire(keys[0]!, 'next-owner', 1_000)).toBeGreaterThan(0);
+  });
+
   it('a closed client fails at once, a lazyConnect client connects on first use', async () => {
     const closed = new Redis(server.url);
     await closed.quit();

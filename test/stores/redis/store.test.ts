@@ -260,6 +260,102 @@ describe.skipIf(privateRedisUnavailableReason())('RedisLockStore on a private Re
     });
   });
 
+  describe('acquires and releases issued in the same tick share one script call', () => {
+    /** The commands `client` sends while `work` runs, by MONITOR on another connection. */
+    async function commandsDuring(work: () => Promise<unknown>): Promise<string[][]> {
+      const monitor = await admin.monitor();
+      const sent: string[][] = [];
+      let markerSeen: () => void = () => {};
+      const marker = new Promise<void>((resolve) => {
+        markerSeen = resolve;
+      });
+      monitor.on('monitor', (_time: string, args: string[], source: string) => {
+        if (source === 'lua') return;
+        if (args[0] === 'echo' && args[1] === 'batch-marker') markerSeen();
+        else sent.push(args);
+      });
+      await work();
+      await client.echo('batch-marker');
+      await marker;
+      monitor.disconnect();
+      return sent;
+    }
+
+    it('16 concurrent acquires are one EVALSHA, their 16 releases another; each gets its own answer', async () => {
+      const store = new RedisLockStore(client, { prefix: 'batch:' });
+      const keys = Array.from({ length: 16 }, (_, index) => `k${index}`);
+      // Warm-up: the scripts are loaded, so no NOSCRIPT round trip is counted.
+      await Promise.all(keys.map((key) => store.acquire(key, 'warm', ttl)));
+      await Promise.all(keys.map((key) => store.release(key, 'warm')));
+      await store.acquire('warm', 'warm', ttl);
+      await store.release('warm', 'warm');
+      await store.acquire('k3', 'someone-else', ttl);
+      let tokens: Array<number | undefined> = [];
+      const sent = await commandsDuring(async () => {
+        tokens = await Promise.all(keys.map((key) => store.acquire(key, 'a', ttl)));
+        await Promise.all(keys.map((key) => store.release(key, 'a')));
+      });
+      expect(sent.map((args) => [args[0], args[2]])).toEqual([
+        ['evalsha', String(16 * 3)],
+        ['evalsha', '16'],
+      ]);
+      expect(tokens[3]).toBeUndefined();
+      expect(tokens.filter((token) => token !== undefined)).toHaveLength(15);
+      for (const [index, key] of keys.entries()) {
+        if (index !== 3) expect(await store.inspect(key), key).toBeUndefined();
+      }
+      expect((await store.inspect('k3'))?.owner).toBe('someone-else');
+      // One at a time, each is its own single script, as before.
+      const single = await commandsDuring(async () => {
+        await store.acquire('k0', 'b', ttl);
+        await store.release('k0', 'b');
+      });
+      expect(single.map((args) => [args[0], args[2]])).toEqual([
+        ['evalsha', '3'],
+        ['evalsha', '1'],
+      ]);
+    });
+
+    it('keeps the order they were issued in: a release then an acquire of the key in one tick hands it over', async () => {
+      const store = new RedisLockStore(client, { prefix: 'batch-order:' });
+      await store.acquire('k', 'a', ttl);
+      const [, , token] = await Promise.all([
+        store.acquire('k', 'b', ttl),
+        store.release('k', 'a'),
+        store.acquire('k', 'c', ttl),
+        store.acquire('k', 'd', ttl),
+      ]);
+      expect(token).toBeGreaterThan(0);
+      expect((await store.inspect('k'))?.owner).toBe('c');
+    });
+
+    it('50 acquires of one key in one tick: exactly one wins, tokens keep increasing', async () => {
+      const store = new RedisLockStore(client, { prefix: 'batch-race:' });
+      const first = (await store.acquire('k', 'warm', ttl))!;
+      await store.release('k', 'warm');
+      const results = await Promise.all(
+        Array.from({ length: 50 }, (_, index) => store.acquire('k', `owner-${index}`, ttl)),
+      );
+      const winners = results.filter((token) => token !== undefined);
+      expect(winners).toEqual([first + 1]);
+      expect((await store.inspect('k'))?.owner).toBe(`owner-${results.indexOf(first + 1)}`);
+    });
+
+    it('a batch still works after the script cache is flushed (NOSCRIPT falls back to EVAL)', async () => {
+      const store = new RedisLockStore(client, { prefix: 'batch-flush:' });
+      await admin.script('FLUSH');
+      const tokens = await Promise.all(['a', 'b', 'c'].map((key) => store.acquire(key, 'o', ttl)));
+      expect(tokens.every((token) => token !== undefined && token > 0)).toBe(true);
+      await admin.script('FLUSH');
+      await Promise.all(['a', 'b', 'c'].map((key) => store.release(key, 'o')));
+      expect(await Promise.all(['a', 'b', 'c'].map((key) => store.inspect(key)))).toEqual([
+        undefined,
+        undefined,
+        undefined,
+      ]);
+    });
+  });
+
   it('seeds a missing token counter from the server clock in microseconds, kept in a key that never expires', async () => {
     const store = new RedisLockStore(client, { prefix: 'tokens:' });
     const [seconds, microseconds] = await admin.time();
