@@ -61,10 +61,52 @@ describe('describeSchedule', () => {
     ['0 0 * * 1-3,5', 'a list with a range of weekdays'],
     ['0 0 0 1 1 * 2030', 'a year'],
     ['0 0 * * 1,1', 'a repeated weekday'],
+    ['0 0 * * 7-7', 'a range of one day'],
     ['*/7 9 * * *', 'a step in one hour'],
   ])('%s (%s): no description, the page shows the expression', (schedule) => {
     new Cron(schedule, { paused: true });
     expect(describeSchedule(schedule)).toBeUndefined();
+  });
+
+  const weekdayNames = ['Sunday', 'Monday', 'Tuesday', 'Wednesday', 'Thursday', 'Friday', 'Saturday'];
+  /** The weekdays that `every <days> at ...` names. */
+  function daysIn(description: string): number[] {
+    const days = /^every (.+) at /.exec(description)![1]!;
+    if (days === 'day') return [0, 1, 2, 3, 4, 5, 6];
+    const range = /^(\w+) to (\w+)$/.exec(days);
+    if (range !== null) {
+      const [from, to] = [weekdayNames.indexOf(range[1]!), weekdayNames.indexOf(range[2]!)];
+      return Array.from({ length: ((to - from + 7) % 7) + 1 }, (_, step) => (from + step) % 7).sort();
+    }
+    return days
+      .split(/, | and /)
+      .map((name) => weekdayNames.indexOf(name))
+      .sort();
+  }
+
+  it.each([
+    ['0 0 * * 0-6', 'every day at 00:00'],
+    ['0 0 * * 0-7', 'every day at 00:00'],
+    ['0 0 * * 1-7', 'every day at 00:00'],
+    ['0 0 * * SUN-SAT', 'every day at 00:00'],
+    ['0 0 * * mon-sun', 'every day at 00:00'],
+    ['0 0 * * sun-sun', 'every day at 00:00'],
+    ['0 0 * * 0,1,2,3,4,5,6', 'every day at 00:00'],
+    ['0 0 * * 6,5,4,3,2,1,7', 'every day at 00:00'],
+    ['0 0 * * *', 'every day at 00:00'],
+    ['0 0 * * 1-5', 'every Monday to Friday at 00:00'],
+    ['0 0 * * 5-7', 'every Friday to Sunday at 00:00'],
+    ['0 0 * * fri-sun', 'every Friday to Sunday at 00:00'],
+    ['0 0 * * sat-sun', 'every Saturday to Sunday at 00:00'],
+    ['0 0 * * 0-1', 'every Sunday to Monday at 00:00'],
+    ['0 0 * * sun,sat', 'every Saturday and Sunday at 00:00'],
+  ])('%s: %s, the days croner fires on', (schedule, description) => {
+    expect(describeSchedule(schedule)).toBe(description);
+    const fires = new Cron(schedule, { timezone: 'UTC', paused: true }).nextRuns(
+      21,
+      new Date('2026-01-05T12:00:00Z'),
+    );
+    expect([...new Set(fires.map((fire) => fire.getUTCDay()))].sort()).toEqual(daysIn(description));
   });
 
   it('is undefined for what is no cron expression', () => {

@@ -71,18 +71,24 @@ function joinWords(words: readonly string[]): string {
   return words.length <= 1 ? (words[0] ?? '') : `${words.slice(0, -1).join(', ')} and ${words.at(-1)}`;
 }
 
-/** The day-of-week field in words: `Monday`, `Monday to Friday`, `Saturday and Sunday`. */
+/**
+ * The day-of-week field in words: `Monday`, `Monday to Friday`, `Saturday and Sunday`; `day` when
+ * it names all seven (`0-6`, `1-7`, `mon-sun`, a list of all), so the schedule reads `every day`.
+ */
 function describeWeekdays(field: string): string | undefined {
   const range = /^(\w+)-(\w+)$/.exec(field);
   if (range !== null) {
-    const from = weekdayOf(range[1]!);
-    // 7 as the end of a range is Sunday after Saturday, not before Monday.
-    const to = range[2] === '7' ? 7 : weekdayOf(range[2]!);
+    // 7 is Sunday after Saturday; so is Sunday's name at the end of a range, as croner reads it.
+    const from = range[1] === '7' ? 7 : weekdayOf(range[1]!);
+    const end = weekdayOf(range[2]!);
+    const to = end === 0 && range[2] !== '0' ? 7 : end;
     if (from === undefined || to === undefined || to <= from) return undefined;
+    if (to - from >= 6) return 'day';
     return `${weekdays[from]} to ${weekdays[to % 7]}`;
   }
   const days = field.split(',').map(weekdayOf);
   if (days.some((day) => day === undefined) || new Set(days).size !== days.length) return undefined;
+  if (days.length === 7) return 'day';
   // Monday first, Sunday last, as a week is read.
   const ordered = (days as number[]).sort((a, b) => ((a + 6) % 7) - ((b + 6) % 7));
   return joinWords(ordered.map((day) => weekdays[day]!));
