@@ -3,11 +3,13 @@
  * the action guard, bad options, and the in-memory store.
  */
 
+import { lookup } from 'node:dns/promises';
 import { request as httpRequest } from 'node:http';
 import { createServer, type Server } from 'node:net';
 import { hostname } from 'node:os';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isLoopbackHost } from '../../src/cli/dashboard/request-guard.ts';
 import { RedisLockStore } from '../../src/stores/redis/store.ts';
 import { createProject, ensureCliBuilt, type Project, runCli, tsConfig } from '../cli/cli-support.ts';
 import { ensureBuilt, type RunFixture } from '../cli/run-process.ts';
@@ -17,6 +19,28 @@ import { type DashboardProcess, startDashboard, writeDashboardFixture } from './
 
 const redisUrl = await redisUrlForTests();
 const dashboardInstance = `dashboard@${hostname()}`;
+
+/**
+ * This machine's name when it resolves to loopback addresses only (as /etc/hosts often has it):
+ * `--host <it>` then takes the dashboard's non-loopback path (the name is no loopback name) while
+ * nothing outside this machine can reach it. Undefined otherwise, and that test is skipped.
+ */
+const loopbackOnlyName = await (async () => {
+  const name = hostname().toLowerCase();
+  const addresses = await lookup(name, { all: true }).catch(() => []);
+  if (
+    /^[a-z0-9.-]+$/.test(name) &&
+    !isLoopbackHost(name) &&
+    addresses.length > 0 &&
+    addresses.every(({ address }) => isLoopbackHost(address))
+  ) {
+    return name;
+  }
+  console.warn(
+    `Dashboard test of a non-loopback --host skipped: this machine's name ${JSON.stringify(name)} does not resolve to loopback addresses only (${addresses.map(({ address }) => address).join(', ') || 'no address'}), and the test must not listen on the network. request-guard.test.ts covers that path.`,
+  );
+  return undefined;
+})();
 
 interface Answer {
   status: number;
@@ -109,12 +133,17 @@ describe('resil dashboard: the command', () => {
       '(default: 4300)',
       '--host <host>',
       '(default: "127.0.0.1")',
+      '--allowed-host <name>',
       '--allow-actions',
       'GET /api/overview, GET /api/jobs/<name>[?limit=N]',
+      'GET /api/job?name=<name>, which also reaches jobs named . and ..',
       'POST /api/jobs/<name>/trigger, /pause',
+      "an Origin of http:// or https:// and the request's Host",
       'x-resil-token',
       'dashboard@<host>',
-      'Exit codes: 0 after SIGINT/SIGTERM; 2 bad config, bad --port or --host',
+      'proxy_set_header Host $host;',
+      'Exit codes: 0 after SIGINT/SIGTERM; 2 bad config, bad --port, --host or --allowed-host',
+      '$ resil dashboard --allowed-host resil.example.com --allow-actions',
       '$ resil dashboard --port 8080 --allow-actions',
     ])
       expect(help.stdout).toContain(text);
@@ -134,6 +163,19 @@ describe('resil dashboard: the command', () => {
     [['--host', '127.0.0.1:8080'], 'Expected an IP address or a host name (give the port with --port).'],
     [['--host', 'not a host'], "option '--host <host>' argument 'not a host' is invalid"],
     [['--host', ''], "option '--host <host>' argument '' is invalid"],
+    [
+      ['--allowed-host', 'https://resil.example.com'],
+      "option '--allowed-host <name>' argument 'https://resil.example.com' is invalid. Expected a host name or an IP address, optionally with a port from 1 to 65535 (no scheme: --allowed-host dashboard.example.com).",
+    ],
+    [
+      ['--allowed-host', '*.example.com'],
+      'optionally with a port from 1 to 65535 (no wildcard: give each name).',
+    ],
+    [['--allowed-host', 'resil.example.com/ops'], '(no path: --allowed-host dashboard.example.com).'],
+    [['--allowed-host', 'resil.example.com:0'], "argument 'resil.example.com:0' is invalid. Expected a host"],
+    [['--allowed-host', 'resil.example.com:65536'], "argument 'resil.example.com:65536' is invalid"],
+    [['--allowed-host', '[not-ipv6]:443'], "argument '[not-ipv6]:443' is invalid"],
+    [['--allowed-host', ''], "option '--allowed-host <name>' argument '' is invalid"],
   ])('%j: exit 2 with a clear error', async (args, message) => {
     const result = await runCli(['dashboard', ...args], { cwd: project.directory });
     expect(result.code, result.stderr).toBe(2);
@@ -218,6 +260,167 @@ describe('resil dashboard: the command', () => {
     } finally {
       await dashboard.stop();
     }
+  });
+});
+
+describe('resil dashboard: the Host it answers to (DNS rebinding) and the Origin of an action', () => {
+  let project: Project;
+  beforeAll(() => {
+    project = createProject({
+      'resil.config.ts': tsConfig(`[{ name: 'report', schedule: '0 2 * * *', run: async () => {} }]`),
+    });
+  });
+  afterAll(() => project.remove());
+
+  /** GET `/` under `host`: the status, and the token when the page carries one. */
+  async function pageUnder(dashboard: DashboardProcess, host: string) {
+    const page = await call(dashboard.url, '/', { headers: { host } });
+    return { status: page.status, token: /<meta name="resil-token" content="([^"]+)">/.exec(page.text)?.[1] };
+  }
+
+  it('behind an HTTPS reverse proxy that passes the Host on: --allowed-host lets its name in, https:// Origin and all', async () => {
+    const dashboard = await startDashboard({
+      cwd: project.directory,
+      args: [
+        '--allow-actions',
+        '--allowed-host',
+        'resil.example.com',
+        '--allowed-host',
+        'ops.example.com:8443',
+      ],
+    });
+    try {
+      expect(dashboard.lines().find((line) => line.href)).toMatchObject({
+        allowedHosts: ['resil.example.com', 'ops.example.com:8443'],
+      });
+      const proxied = await pageUnder(dashboard, 'resil.example.com');
+      expect(proxied.status).toBe(200);
+      expect(proxied.token).toMatch(/^[\w-]{43}$/);
+      const viaProxy = (host: string, origin: string) =>
+        act(dashboard, proxied.token!, '/api/jobs/report/trigger', '{}', { host, origin });
+      const https = await viaProxy('resil.example.com', 'https://resil.example.com');
+      expect([200, 202], https.text).toContain(https.status);
+      expect(https.json()).toMatchObject({ job: 'report', instance: dashboardInstance });
+      const onItsPort = await viaProxy('ops.example.com:8443', 'https://ops.example.com:8443');
+      expect([200, 202, 409], onItsPort.text).toContain(onItsPort.status);
+      // The loopback address still works; other names do not, GETs included.
+      expect((await pageUnder(dashboard, new URL(dashboard.url).host)).status).toBe(200);
+      for (const host of ['evil.example', 'ops.example.com', 'evil.resil.example.com']) {
+        const refused = await call(dashboard.url, '/api/overview', { headers: { host } });
+        expect(refused.status, host).toBe(403);
+        expect(refused.json().error, host).toBe(
+          `this dashboard answers requests for its loopback address, resil.example.com or ops.example.com:8443 only (Host header ${JSON.stringify(host)}); to answer to another name, such as a reverse proxy's, give it with --allowed-host`,
+        );
+      }
+      // A proxy that drops the port (nginx's $host on 8443): the Origin no longer matches.
+      const dropped = await viaProxy('resil.example.com', 'https://resil.example.com:8443');
+      expect(dropped.status).toBe(403);
+      expect(dropped.json().error).toMatch(/^an action must come from the dashboard's own page/);
+    } finally {
+      await dashboard.stop();
+    }
+  });
+
+  it.skipIf(loopbackOnlyName === undefined)(
+    'on a non-loopback --host: a rebound name is refused its page, its API and its actions; IP addresses and the --host name are served',
+    async () => {
+      const dashboard = await startDashboard({
+        cwd: project.directory,
+        args: ['--host', loopbackOnlyName!, '--allow-actions'],
+      });
+      try {
+        expect(dashboard.url).toMatch(new RegExp(`^http://${loopbackOnlyName}:\\d+/$`));
+        expect(dashboard.process.output()).toContain(
+          `warning: --host ${loopbackOnlyName} is not a loopback address and --allow-actions is on: anyone who can reach it can trigger, pause and resume jobs (the Host and Origin checks and the page's token stop other web sites, not other people)`,
+        );
+        const { port } = new URL(dashboard.url);
+        const own = await pageUnder(dashboard, `${loopbackOnlyName}:${port}`);
+        expect(own.status).toBe(200);
+        const token = own.token!;
+        // A page of attacker.example whose name now resolves to the dashboard: its own Host and Origin.
+        const attacker = { host: `attacker.example:${port}`, origin: `http://attacker.example:${port}` };
+        const page = await call(dashboard.url, '/', { headers: { host: attacker.host } });
+        expect(page.status).toBe(403);
+        expect(page.text).not.toContain(token);
+        expect(page.json().error).toBe(
+          `this dashboard answers requests for an IP address or ${loopbackOnlyName} only (Host header "attacker.example:${port}"); to answer to another name, such as a reverse proxy's, give it with --allowed-host`,
+        );
+        expect(
+          (await call(dashboard.url, '/api/overview', { headers: { host: attacker.host } })).status,
+        ).toBe(403);
+        const posted = await act(dashboard, token, '/api/jobs/report/trigger', '{}', attacker);
+        expect(posted.status).toBe(403);
+        expect(dashboard.lines().filter((line) => line.action)).toEqual([]);
+        // Reached by an IP address, or by its --host name: served, and its own page may act.
+        expect((await pageUnder(dashboard, `127.0.0.1:${port}`)).status).toBe(200);
+        expect((await pageUnder(dashboard, `192.0.2.2:${port}`)).status).toBe(200);
+        const byAddress = await act(dashboard, token, '/api/jobs/report/trigger', '{}', {
+          host: `127.0.0.1:${port}`,
+          origin: `http://127.0.0.1:${port}`,
+        });
+        expect([200, 202], byAddress.text).toContain(byAddress.status);
+      } finally {
+        await dashboard.stop();
+      }
+    },
+  );
+});
+
+describe('resil dashboard: jobs named . and .., which a URL path cannot hold', () => {
+  let project: Project;
+  let dashboard: DashboardProcess;
+  beforeAll(async () => {
+    project = createProject({
+      'resil.config.ts': tsConfig(`[
+        { name: '..', schedule: '0 2 * * *', run: async () => {} },
+        { name: '.', schedule: '0 3 * * *', run: async () => {} },
+        { name: 'report', schedule: '0 4 * * *', run: async () => {} },
+      ]`),
+    });
+    dashboard = await startDashboard({ cwd: project.directory, args: ['--allow-actions'] });
+  });
+  afterAll(async () => {
+    await dashboard?.stop();
+    project.remove();
+  });
+
+  it('/api/jobs/.. resolves to /api/ (as a browser and curl resolve it before sending); ?name= reaches the job', async () => {
+    const resolved = await call(dashboard.url, '/api/jobs/%2E%2E');
+    expect(resolved.status).toBe(404);
+    expect(resolved.json()).toEqual({ error: 'nothing at /api/' });
+    for (const name of ['..', '.', 'report']) {
+      const answer = await call(dashboard.url, `/api/job?name=${encodeURIComponent(name)}&limit=5`);
+      expect(answer.status, name).toBe(200);
+      expect(answer.json().job, name).toMatchObject({ name, lockKey: name });
+      expect(answer.json().nextRuns, name).toHaveLength(10);
+    }
+    expect((await call(dashboard.url, '/api/job?name=..&limit=0')).status).toBe(400);
+    const page = await call(dashboard.url, '/job?name=..');
+    expect(page.status).toBe(200);
+    expect(page.text).toBe((await call(dashboard.url, '/')).text);
+    expect((await call(dashboard.url, '/api/job?name=nope')).json()).toEqual({ error: 'unknown job "nope"' });
+    for (const path of ['/job', '/api/job', '/api/job?name=']) {
+      const missing = await call(dashboard.url, path);
+      expect(missing.status, path).toBe(400);
+      const bare = path.replace(/\?.*$/, '');
+      expect(missing.json(), path).toEqual({ error: `${bare} needs the job's name: ${bare}?name=<name>` });
+    }
+  });
+
+  it('POST /api/job/<action>?name=..: the actions reach it too', async () => {
+    const token = (await pageToken(dashboard))!;
+    const trigger = await act(dashboard, token, '/api/job/trigger?name=..');
+    expect([200, 202], trigger.text).toContain(trigger.status);
+    expect(trigger.json()).toMatchObject({ job: '..', instance: dashboardInstance });
+    const pause = await act(dashboard, token, '/api/job/pause?name=.');
+    expect(pause.status).toBe(409); // the in-memory store keeps no shared pause: the job was found
+    expect((await act(dashboard, token, '/api/job/trigger')).status).toBe(400);
+    expect((await act(dashboard, token, '/api/job/nothing?name=..')).status).toBe(404);
+    expect((await call(dashboard.url, '/api/job/trigger?name=..')).headers.allow).toBe('POST');
+    const refused = await act(dashboard, token, '/api/job/trigger?name=..', '{}', {
+      origin: 'http://evil.example',
+    });
+    expect(refused.status).toBe(403);
   });
 });
 

@@ -4,12 +4,22 @@ import { isIP } from 'node:net';
 /** The header a dashboard page sends its per-process token in, with every action (POST). */
 export const tokenHeader = 'x-resil-token';
 
-/** Where the dashboard listens. */
+/** A name given with `--allowed-host`: the dashboard also answers requests whose Host is it. */
+export interface AllowedHost {
+  /** A host name or an IP address, lower case; an IPv6 address in brackets (`[2001:db8::1]`). */
+  readonly name: string;
+  /** Only this port; any port (or none) when undefined. */
+  readonly port?: number;
+}
+
+/** Where the dashboard listens, and the names it answers to. */
 export interface DashboardBinding {
   /** The `--host` given: an address or a name. */
   readonly host: string;
   /** The port it listens on (the one the OS picked for `--port 0`). */
   readonly port: number;
+  /** `--allowed-host`: names a request's Host may carry besides the ones the binding accepts. Defaults to none. */
+  readonly allowedHosts?: readonly AllowedHost[];
 }
 
 /** What the guard reads of a request. */
@@ -24,41 +34,99 @@ export interface GuardedRequest {
 
 /**
  * True for a name or address that only this machine reaches: `localhost`, `127.0.0.0/8`, `::1`
- * (bracketed or not), and IPv4-mapped `::ffff:127.x.x.x`.
+ * (bracketed or not, in any of its spellings), and IPv4-mapped `::ffff:127.x.x.x`.
  */
 export function isLoopbackHost(host: string): boolean {
   const bare = host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
   const lower = bare.toLowerCase();
   if (lower === 'localhost' || lower.endsWith('.localhost')) return true;
   if (isIP(lower) === 4) return lower.startsWith('127.');
-  if (isIP(lower) === 6) return lower === '::1' || /^::ffff:127\./.test(lower);
+  // The URL parser writes an IPv6 address one way (0:0:0:0:0:0:0:1 is [::1], ::ffff:127.0.0.1 is
+  // [::ffff:7f00:1]); it refuses a zone (fe80::1%eth0), which is no loopback address anyway.
+  if (isIP(lower) === 6 && URL.canParse(`http://[${lower}]/`)) {
+    const canonical = new URL(`http://[${lower}]/`).hostname;
+    return canonical === '[::1]' || /^\[::ffff:7f[0-9a-f]{2}:/.test(canonical);
+  }
   return false;
 }
 
-/** `127.0.0.1:4300` as name and port (80 when the header has none); undefined when malformed. */
-function parseHostHeader(header: string): { name: string; port: number } | undefined {
-  const match = /^(\[[0-9a-f:.]+\]|[^:[\]]+)(?::(\d{1,5}))?$/i.exec(header);
+/** An IPv4 address, or an IPv6 address in brackets, as a Host header writes them. */
+function isAddressLiteral(name: string): boolean {
+  return name.startsWith('[') ? isIP(name.slice(1, -1)) === 6 : isIP(name) === 4;
+}
+
+interface Authority {
+  /** Lower case; IPv6 in brackets. */
+  readonly name: string;
+  /** Undefined when the header has none. */
+  readonly port: number | undefined;
+}
+
+/** `127.0.0.1:4300` as name and port; undefined when malformed. */
+function parseHostHeader(header: string | undefined): Authority | undefined {
+  const match = header === undefined ? null : /^(\[[0-9a-f:.]+\]|[^:[\]]+)(?::(\d{1,5}))?$/i.exec(header);
   if (match === null) return undefined;
-  return { name: match[1]!, port: match[2] === undefined ? 80 : Number(match[2]) };
+  return { name: match[1]!.toLowerCase(), port: match[2] === undefined ? undefined : Number(match[2]) };
+}
+
+/** An {@link AllowedHost} as given: `dashboard.example.com`, `dashboard.example.com:8443`. */
+export function formatAllowedHost(allowed: AllowedHost): string {
+  return allowed.port === undefined ? allowed.name : `${allowed.name}:${allowed.port}`;
+}
+
+/** `a`, `a or b`, `a, b or c`. */
+function joinOr(words: readonly string[]): string {
+  return words.length <= 1 ? (words[0] ?? '') : `${words.slice(0, -1).join(', ')} or ${words.at(-1)}`;
 }
 
 /**
- * Why the request must be refused before anything else, or `undefined`. Bound to a loopback host,
- * the dashboard answers only requests addressed to a loopback name and its own port: a page of
- * another site whose name was made to resolve to 127.0.0.1 (DNS rebinding) sends its own name in
- * `Host`, and so can neither read the dashboard nor fetch the page's token. Bound to a network
- * address, every name is accepted: whoever reaches it can read it anyway.
+ * Why the request must be refused before anything else (403, GETs included), or `undefined`.
+ * A page of another site whose name was made to resolve to the dashboard's address (DNS
+ * rebinding) sends its own name in `Host`, so the dashboard answers only the names it knows:
+ *
+ * - bound to a loopback host: a loopback name (`127.0.0.1`, `localhost`, `[::1]`) with its own port;
+ * - bound to a network address: an IP address (a rebinding page cannot make its Host one), a
+ *   loopback name, or the `--host` value itself;
+ * - either way, a name given with `--allowed-host` (a reverse proxy's, which forwards the Host).
+ *
+ * Refused, a rebinding page can neither read the dashboard's API nor fetch the page's token.
  */
 export function refuseHost(
   request: Pick<GuardedRequest, 'host'>,
   binding: DashboardBinding,
 ): string | undefined {
-  if (!isLoopbackHost(binding.host)) return undefined;
-  const parsed = request.host === undefined ? undefined : parseHostHeader(request.host);
-  if (parsed === undefined || !isLoopbackHost(parsed.name) || parsed.port !== binding.port) {
-    return `this dashboard answers requests for its loopback address only (Host header ${JSON.stringify(request.host ?? '')})`;
+  const allowed = binding.allowedHosts ?? [];
+  const parsed = parseHostHeader(request.host);
+  if (parsed !== undefined) {
+    const { name, port } = parsed;
+    if (allowed.some((entry) => entry.name === name && (entry.port === undefined || entry.port === port))) {
+      return undefined;
+    }
+    if (isLoopbackHost(binding.host)) {
+      if (isLoopbackHost(name) && (port ?? 80) === binding.port) return undefined;
+    } else if (isAddressLiteral(name) || isLoopbackHost(name) || name === binding.host.toLowerCase()) {
+      return undefined;
+    }
   }
-  return undefined;
+  const names = isLoopbackHost(binding.host)
+    ? ['its loopback address']
+    : ['an IP address', ...(isIP(binding.host) === 0 ? [binding.host] : [])];
+  names.push(...allowed.map(formatAllowedHost));
+  return `this dashboard answers requests for ${joinOr(names)} only (Host header ${JSON.stringify(request.host ?? '')}); to answer to another name, such as a reverse proxy's, give it with --allowed-host`;
+}
+
+/**
+ * True when `origin` is `http://` or `https://` followed by the host and port of `host` (a Host
+ * header): a dashboard behind a TLS-terminating proxy is reached as `https://`. A port left out is
+ * the scheme's default one, on either side.
+ */
+function isOriginOf(origin: string | undefined, host: string): boolean {
+  const match = /^(https?):\/\/(\[[0-9a-f:.]+\]|[^:/[\]]+)(?::(\d{1,5}))?$/i.exec(origin ?? '');
+  const authority = parseHostHeader(host);
+  if (match === null || authority === undefined) return false;
+  const defaultPort = match[1]!.toLowerCase() === 'https' ? 443 : 80;
+  const originPort = match[3] === undefined ? defaultPort : Number(match[3]);
+  return match[2]!.toLowerCase() === authority.name && originPort === (authority.port ?? defaultPort);
 }
 
 function sameToken(given: string, expected: string): boolean {
@@ -70,9 +138,9 @@ function sameToken(given: string, expected: string): boolean {
 /**
  * Why an action (a POST) must be refused with 403, or `undefined` to let it through: actions off
  * (`expectedToken` undefined, no `--allow-actions`), a Host refused by {@link refuseHost}, an
- * `Origin` other than the dashboard's own (`http://` + the Host it was asked under: a form or a
- * script of another site sends its own), or a token other than the page's. Another site cannot
- * read the page, so it cannot learn the token.
+ * `Origin` other than the dashboard's own (`http://` or `https://` + the Host it was asked under: a
+ * form or a script of another site sends its own), or a token other than the page's. Another site
+ * cannot read the page, so it cannot learn the token.
  */
 export function refuseAction(
   request: GuardedRequest,
@@ -84,10 +152,7 @@ export function refuseAction(
   }
   const host = refuseHost(request, binding);
   if (host !== undefined) return host;
-  if (
-    request.host === undefined ||
-    request.origin?.toLowerCase() !== `http://${request.host.toLowerCase()}`
-  ) {
+  if (request.host === undefined || !isOriginOf(request.origin, request.host)) {
     return `an action must come from the dashboard's own page (Origin ${JSON.stringify(request.origin ?? null)})`;
   }
   if (request.token === undefined || !sameToken(request.token, expectedToken)) {

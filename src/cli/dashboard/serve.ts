@@ -2,13 +2,15 @@ import { hostname } from 'node:os';
 import { inMemoryStoreNote } from '../commands/store-error.ts';
 import type { CommandHelpers } from '../program.ts';
 import { resolveLogLevel, UsageError } from '../usage-error.ts';
-import { isLoopbackHost } from './request-guard.ts';
+import { type AllowedHost, formatAllowedHost, isLoopbackHost } from './request-guard.ts';
 import { type DashboardServer, startDashboardServer } from './server.ts';
 
 export interface DashboardOptions {
   readonly port: number;
   readonly host: string;
   readonly allowActions: boolean;
+  /** `--allowed-host`, in the order given. */
+  readonly allowedHosts: readonly AllowedHost[];
 }
 
 const signalExitCodes: Record<string, number> = { SIGINT: 130, SIGTERM: 143 };
@@ -48,7 +50,7 @@ export async function serveDashboard(helpers: CommandHelpers, options: Dashboard
   const instance = `dashboard@${hostname()}`;
   if (options.allowActions && !isLoopbackHost(options.host)) {
     stderr.write(
-      `${errorStyles.yellow('warning:')} --host ${options.host} is not a loopback address and --allow-actions is on: anyone who can reach it can trigger, pause and resume jobs (the page's token stops other web sites, not other people); put it behind an authenticating proxy, or drop --allow-actions\n`,
+      `${errorStyles.yellow('warning:')} --host ${options.host} is not a loopback address and --allow-actions is on: anyone who can reach it can trigger, pause and resume jobs (the Host and Origin checks and the page's token stop other web sites, not other people); put it behind an authenticating proxy, or drop --allow-actions\n`,
     );
   }
   let server: DashboardServer;
@@ -58,6 +60,7 @@ export async function serveDashboard(helpers: CommandHelpers, options: Dashboard
       host: options.host,
       port: options.port,
       actions: options.allowActions,
+      allowedHosts: options.allowedHosts,
       instance,
       logger,
     });
@@ -72,6 +75,9 @@ export async function serveDashboard(helpers: CommandHelpers, options: Dashboard
       href: server.url,
       host: options.host,
       port: server.port,
+      ...(options.allowedHosts.length === 0
+        ? {}
+        : { allowedHosts: options.allowedHosts.map(formatAllowedHost) }),
       actions: options.allowActions,
       instance,
       store,

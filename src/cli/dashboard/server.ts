@@ -7,7 +7,13 @@ import type { SchedulerLogger } from '../../scheduler/runner.ts';
 import { type ActionResult, DashboardActions } from './actions.ts';
 import { historyLimits, readJobDetail, readOverview } from './api.ts';
 import { pageHtml, pageScript, pageStyle } from './page.ts';
-import { type DashboardBinding, refuseAction, refuseHost, tokenHeader } from './request-guard.ts';
+import {
+  type AllowedHost,
+  type DashboardBinding,
+  refuseAction,
+  refuseHost,
+  tokenHeader,
+} from './request-guard.ts';
 
 export interface DashboardServerOptions {
   readonly config: ResolvedConfig;
@@ -15,6 +21,8 @@ export interface DashboardServerOptions {
   readonly host: string;
   /** `--port`: 0 for a free one. */
   readonly port: number;
+  /** `--allowed-host`: more names a request's Host may carry (see `refuseHost`). Defaults to none. */
+  readonly allowedHosts?: readonly AllowedHost[];
   /** `--allow-actions`: trigger, pause and resume by POST; otherwise every POST answers 403. */
   readonly actions: boolean;
   /** The name actions are recorded under (`dashboard@<host>`). */
@@ -137,6 +145,19 @@ function decodeName(encoded: string): string {
   }
 }
 
+/**
+ * `?name=` of `/job`, `/api/job` and `/api/job/<action>`: the form that addresses any job, also
+ * `.` and `..`, which a URL cannot hold as a path segment (browsers and `new URL()` resolve them
+ * away: `/api/jobs/..` is `/api/`).
+ */
+function nameParam(params: URLSearchParams, path: string): string {
+  const name = params.get('name');
+  if (name === null || name === '') {
+    throw new HttpError(400, `${path} needs the job's name: ${path}?name=<name>`);
+  }
+  return name;
+}
+
 /** `?limit=`: 1 to 1000, else 400. */
 function limitOf(params: URLSearchParams): number {
   const value = params.get('limit');
@@ -153,7 +174,9 @@ function limitOf(params: URLSearchParams): number {
 
 /**
  * Serves the page (`/`, `/jobs/<name>`), its script and style, the JSON API (`GET /api/overview`,
- * `GET /api/jobs/<name>[?limit=N]`) and, with actions on, `POST /api/jobs/<name>/trigger|pause|resume`.
+ * `GET /api/jobs/<name>[?limit=N]`) and, with actions on, `POST /api/jobs/<name>/trigger|pause|resume`;
+ * `/job?name=<name>`, `/api/job?name=<name>` and `/api/job/<action>?name=<name>` address any job
+ * too, also `.` and `..`. A request whose Host {@link refuseHost} refuses answers 403.
  * Every POST is checked by {@link refuseAction}: without `--allow-actions` each answers 403.
  * Resolves once listening; rejects with the listen error (`EADDRINUSE`, `EADDRNOTAVAIL`, ...).
  */
@@ -161,7 +184,8 @@ export async function startDashboardServer(options: DashboardServerOptions): Pro
   const { config, logger } = options;
   const token = options.actions ? randomBytes(32).toString('base64url') : undefined;
   const actions = new DashboardActions(config, { instance: options.instance, logger });
-  let binding: DashboardBinding = { host: options.host, port: options.port };
+  const allowedHosts = options.allowedHosts ?? [];
+  let binding: DashboardBinding = { host: options.host, port: options.port, allowedHosts };
   const jobNamed = (name: string): ResolvedJob => {
     const job = config.jobs.find((candidate) => candidate.name === name);
     if (job === undefined) throw new HttpError(404, `unknown job ${JSON.stringify(name)}`);
@@ -182,8 +206,9 @@ export async function startDashboardServer(options: DashboardServerOptions): Pro
     const url = new URL(request.url ?? '/', 'http://dashboard');
     const path = url.pathname;
 
-    if (path === '/' || /^\/jobs\/[^/]+\/?$/.test(path)) {
+    if (path === '/' || path === '/job' || /^\/jobs\/[^/]+\/?$/.test(path)) {
       allowOnly(method, ['GET', 'HEAD']);
+      if (path === '/job') nameParam(url.searchParams, path);
       return send(response, 200, 'text/html; charset=utf-8', pageHtml(token === undefined ? {} : { token }));
     }
     if (path === '/dashboard.js') {
@@ -199,9 +224,9 @@ export async function startDashboardServer(options: DashboardServerOptions): Pro
       return sendJson(response, 200, await readOverview(config, token !== undefined));
     }
     const jobPath = /^\/api\/jobs\/([^/]+)$/.exec(path);
-    if (jobPath !== null) {
+    if (jobPath !== null || path === '/api/job') {
       allowOnly(method, ['GET', 'HEAD']);
-      const job = jobNamed(decodeName(jobPath[1]!));
+      const job = jobNamed(jobPath === null ? nameParam(url.searchParams, path) : decodeName(jobPath[1]!));
       const limit = limitOf(url.searchParams);
       return sendJson(
         response,
@@ -209,8 +234,11 @@ export async function startDashboardServer(options: DashboardServerOptions): Pro
         await readJobDetail(config, job, { actions: token !== undefined, limit }),
       );
     }
-    const actionPath = /^\/api\/jobs\/([^/]+)\/([^/]+)$/.exec(path);
-    if (actionPath !== null && (actionNames as readonly string[]).includes(actionPath[2]!)) {
+    const actionPath = (
+      /^\/api\/jobs\/(?<segment>[^/]+)\/(?<action>[^/]+)$/.exec(path) ??
+      /^\/api\/job\/(?<action>[^/]+)$/.exec(path)
+    )?.groups as { segment?: string; action: string } | undefined;
+    if (actionPath !== undefined && (actionNames as readonly string[]).includes(actionPath.action)) {
       allowOnly(method, ['POST']);
       const refused = refuseAction(
         {
@@ -222,8 +250,9 @@ export async function startDashboardServer(options: DashboardServerOptions): Pro
         token,
       );
       if (refused !== undefined) throw new HttpError(403, refused);
-      const action = actionPath[2] as ActionName;
-      const job = jobNamed(decodeName(actionPath[1]!));
+      const action = actionPath.action as ActionName;
+      const { segment } = actionPath;
+      const job = jobNamed(segment === undefined ? nameParam(url.searchParams, path) : decodeName(segment));
       const body = checkBody(action, await readJsonBody(request));
       const remote = request.socket.remoteAddress;
       logger.debug({ action, job: job.name, remote }, `dashboard: ${action} asked`);
@@ -262,7 +291,7 @@ export async function startDashboardServer(options: DashboardServerOptions): Pro
     });
   });
   const { port } = server.address() as AddressInfo;
-  binding = { host: options.host, port };
+  binding = { host: options.host, port, allowedHosts };
   const urlHost =
     options.host.includes(':') && !options.host.startsWith('[') ? `[${options.host}]` : options.host;
   return {
