@@ -9,10 +9,10 @@ import { createServer, type Server } from 'node:http';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { type BrowserContext, chromium, type Page } from 'playwright-core';
+import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisLockStore } from '../../src/stores/redis/store.ts';
-import { ensureCliBuilt, repoRoot } from '../cli/cli-support.ts';
+import { createProject, ensureCliBuilt, type Project, repoRoot, tsConfig } from '../cli/cli-support.ts';
 import { ensureBuilt, type RunFixture, type RunProcess, startRun } from '../cli/run-process.ts';
 import { deleteKeys, redisUrlForTests, uniquePrefix } from '../support/redis.ts';
 import { skipOrFail } from '../support/services.ts';
@@ -344,3 +344,68 @@ describe.skipIf(!browser || !redisUrl)('resil dashboard in Chromium, over a real
     expect(dashboard.origin).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
   });
 });
+
+describe.skipIf(!browser)(
+  'resil dashboard in Chromium: job names a URL path cannot hold, and a malformed one',
+  () => {
+    let project: Project;
+    let dashboard: DashboardProcess;
+    let chrome: Browser;
+    let page: Page;
+
+    beforeAll(async () => {
+      ensureCliBuilt();
+      project = createProject({
+        'resil.config.ts': tsConfig(`[
+        { name: '..', schedule: '0 2 * * *', run: async () => {} },
+        { name: '.', schedule: '0 3 * * *', run: async () => {} },
+        { name: 'report', schedule: '0 4 * * *', run: async () => {} },
+      ]`),
+      });
+      [dashboard, chrome] = await Promise.all([
+        startDashboard({ cwd: project.directory, args: ['--allow-actions'] }),
+        chromium.launch({ executablePath: browser!, headless: true, args: chromiumArgs }),
+      ]);
+      page = await chrome.newPage();
+    }, 60_000);
+
+    afterAll(async () => {
+      await chrome?.close();
+      await dashboard?.stop();
+      project?.remove();
+    });
+
+    it('the table links . and .. by /job?name=; their pages show them and trigger them', async () => {
+      await page.goto(dashboard.url);
+      await expect.poll(() => page.locator('tbody tr[data-job]').count(), eventually).toBe(3);
+      for (const [name, schedule] of [
+        ['..', 'every day at 02:00'],
+        ['.', 'every day at 03:00'],
+      ] as const) {
+        await page.goto(dashboard.url);
+        await page.getByRole('link', { name, exact: true }).click();
+        await page.waitForURL(`${dashboard.url}job?name=${encodeURIComponent(name)}`);
+        await expect.poll(() => page.locator('#job-title').textContent(), eventually).toBe(name);
+        expect(await page.locator('dl.summary').textContent()).toContain(schedule);
+        await page.getByRole('button', { name: `Trigger ${name}`, exact: true }).click();
+        await expect
+          .poll(() => page.locator('#message').textContent(), eventually)
+          .toMatch(new RegExp(`^Triggered ${name.replace(/\./g, '\\.')}: running as ${dashboardInstance}`));
+      }
+    });
+
+    it('/jobs/%E0 (no percent-encoding of a name) and an unknown name show the unknown-job state, not Loading…', async () => {
+      await page.goto(`${dashboard.url}jobs/%E0`);
+      await expect.poll(() => page.locator('main h2').textContent(), eventually).toBe('Unknown job');
+      expect(await page.locator('main').textContent()).toContain(
+        'The address names no job: “%E0” is not a percent-encoded name.',
+      );
+      expect(await page.locator('#updated').textContent()).toBe('');
+      expect(await page.title()).toBe('Unknown job · resil dashboard');
+      await page.goto(`${dashboard.url}jobs/nope`);
+      await expect.poll(() => page.locator('main h2').textContent(), eventually).toBe('Unknown job');
+      expect(await page.locator('main').textContent()).toContain('The config has no job named “nope”.');
+      expect(await page.locator('#updated').textContent()).toBe('');
+    });
+  },
+);

@@ -5,7 +5,7 @@ import type { DashboardJob, JobDetail, Overview, StoreView } from './api.ts';
 /**
  * The dashboard page's script. It runs in the browser, served as its own text (see `pageScript()`
  * in page.ts), so it must use nothing of this module but types: every helper is inside it. It polls the JSON API every `refreshMs` and redraws, keeping the focused control focused; the
- * page reads `/` as the jobs table and `/jobs/<name>` as that job's page. Times are shown as
+ * page reads `/` as the jobs table and `/jobs/<name>` (or `/job?name=<name>`) as that job's page. Times are shown as
  * `resil jobs list` shows them: in the job's timezone with the zone's name, and relative to the
  * store's clock.
  */
@@ -19,8 +19,21 @@ export function dashboardPage(refreshMs: number): void {
   const updated = document.getElementById('updated')!;
   const message = document.getElementById('message')!;
   const storeLine = document.getElementById('store')!;
-  const jobMatch = /^\/jobs\/([^/]+)\/?$/.exec(location.pathname);
-  const jobName = jobMatch === null ? undefined : decodeURIComponent(jobMatch[1]!);
+  const jobSegment = /^\/jobs\/([^/]+)\/?$/.exec(location.pathname)?.[1];
+  /** The job this page is of (`/jobs/<name>`, `/job?name=<name>`); undefined on `/`. */
+  let jobName: string | undefined;
+  /** True when `/jobs/<segment>` is no percent-encoding (`/jobs/%E0`): no job has that name. */
+  let malformedJobPath = false;
+  if (location.pathname === '/job') {
+    jobName = new URLSearchParams(location.search).get('name') ?? '';
+  } else if (jobSegment !== undefined) {
+    try {
+      jobName = decodeURIComponent(jobSegment);
+    } catch {
+      jobName = jobSegment;
+      malformedJobPath = true;
+    }
+  }
   const localZone = Intl.DateTimeFormat().resolvedOptions().timeZone;
   /** The store's clock minus this browser's, from the last answer. */
   let skewMs = 0;
@@ -124,7 +137,18 @@ export function dashboardPage(refreshMs: number): void {
     );
   }
   const muted = (text: string) => h('span', { class: 'muted' }, text);
-  const jobHref = (name: string) => `/jobs/${encodeURIComponent(name)}`;
+  /**
+   * The page (`base` '') or API (`base` '/api') path of a job, or of one of its actions. A URL
+   * cannot hold `.` or `..` as a path segment (it resolves them away, `%2E` too), so those two are
+   * addressed by `?name=` under `/job`, as the server also accepts for any name.
+   */
+  function jobPath(base: '' | '/api', name: string, action?: Action): string {
+    const tail = action === undefined ? '' : `/${action}`;
+    return name === '.' || name === '..'
+      ? `${base}/job${tail}?name=${encodeURIComponent(name)}`
+      : `${base}/jobs/${encodeURIComponent(name)}${tail}`;
+  }
+  const jobHref = (name: string) => jobPath('', name);
 
   function say(text: string, isError = false): void {
     message.textContent = text;
@@ -136,7 +160,7 @@ export function dashboardPage(refreshMs: number): void {
     const verbs = { trigger: 'Triggering', pause: 'Pausing', resume: 'Resuming' };
     say(`${verbs[action]} ${job}…`);
     try {
-      const response = await fetch(`/api/jobs/${encodeURIComponent(job)}/${action}`, {
+      const response = await fetch(jobPath('/api', job, action), {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'x-resil-token': token ?? '' },
         body: JSON.stringify(body),
@@ -550,18 +574,26 @@ export function dashboardPage(refreshMs: number): void {
 
   function renderUnknownJob(): void {
     document.title = 'Unknown job · resil dashboard';
+    updated.textContent = '';
     redraw(main, [
       h('p', {}, h('a', { href: '/' }, '← All jobs')),
       h('h2', {}, 'Unknown job'),
-      h('p', {}, `The config has no job named “${jobName ?? ''}”.`),
+      h(
+        'p',
+        {},
+        malformedJobPath
+          ? `The address names no job: “${jobName ?? ''}” is not a percent-encoded name.`
+          : `The config has no job named “${jobName ?? ''}”.`,
+      ),
     ]);
   }
 
   async function refresh(): Promise<void> {
     window.clearTimeout(timer);
     timer = undefined;
+    if (malformedJobPath) return renderUnknownJob();
     try {
-      const url = jobName === undefined ? '/api/overview' : `/api/jobs/${encodeURIComponent(jobName)}`;
+      const url = jobName === undefined ? '/api/overview' : jobPath('/api', jobName);
       const response = await fetch(url, { headers: { accept: 'application/json' } });
       if (response.status === 404 && jobName !== undefined) return renderUnknownJob();
       if (!response.ok) throw new Error(`HTTP ${response.status}`);
