@@ -4,7 +4,14 @@ import { dirname, extname, isAbsolute, resolve, sep } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { BuildFailure, BuildResult, Message, Metafile, Plugin } from 'esbuild';
 import { ConfigError, type ConfigProblem } from '../scheduler/config-error.ts';
-import { type FileVersion, sha256, statOf } from './compile-cache.ts';
+import {
+  type FileVersion,
+  lookUpPackage,
+  type PackageLookup,
+  packageNameOf,
+  sha256,
+  statOf,
+} from './compile-cache.ts';
 
 /**
  * A config module and the project files it imports, bundled by esbuild into one ES module that
@@ -19,6 +26,8 @@ export interface Bundle {
   readonly inputs: Readonly<Record<string, FileVersion>>;
   /** The files it imports at run time (absolute paths). */
   readonly externals: readonly string[];
+  /** Where each package it imports (or leaves for Node to import) was found, from each importing directory. */
+  readonly packages: readonly PackageLookup[];
 }
 
 /** A bundle, or why this module must be imported through tsx instead (see {@link bundleModule}). */
@@ -116,6 +125,7 @@ export async function bundleModule(file: string): Promise<BundleResult> {
   if (commonJsExtension.test(file)) return { fallback: `${file} is CommonJS` };
   const externals = new Set<string>();
   const inputs: Record<string, FileVersion> = {};
+  const packages = new Map<string, PackageLookup>();
   const plugin: Plugin = {
     name: 'resil-config',
     setup(build) {
@@ -132,6 +142,14 @@ export async function bundleModule(file: string): Promise<BundleResult> {
       build.onResolve({ filter: /.*/ }, async (args) => {
         if (args.kind === 'entry-point' || args.pluginData === ownLookup) return undefined;
         if (isBuiltin(args.path)) return { path: args.path, external: true };
+        // Taken before esbuild resolves the import, so that a change after it shows at the next start.
+        const name = packageNameOf(args.path);
+        const key = `${args.resolveDir}\0${name}`;
+        const lookup =
+          name === null ? undefined : (packages.get(key) ?? lookUpPackage(name, args.resolveDir));
+        const record = () => {
+          if (lookup !== undefined) packages.set(key, lookup);
+        };
         const resolved = await build.resolve(args.path, {
           kind: args.kind,
           importer: args.importer,
@@ -143,6 +161,7 @@ export async function bundleModule(file: string): Promise<BundleResult> {
           // A static import must resolve now, as Node would refuse to link the module; any other
           // only fails if it runs, so it is left for Node to report then.
           if (args.kind !== 'import-statement') {
+            record();
             const path = isPathSpecifier(args.path) ? resolve(args.resolveDir, args.path) : args.path;
             return { path: isAbsolute(path) ? pathToFileURL(path).href : path, external: true };
           }
@@ -156,6 +175,7 @@ export async function bundleModule(file: string): Promise<BundleResult> {
           // A package (or a tsconfig `paths` alias) stays an import unless Node could not load it.
           (isPathSpecifier(args.path) || typeScriptExtension.test(resolved.path));
         if (inline) return { path: resolved.path };
+        record();
         externals.add(resolved.path);
         return { path: pathToFileURL(resolved.path).href + resolved.suffix, external: true };
       });
@@ -221,5 +241,5 @@ export async function bundleModule(file: string): Promise<BundleResult> {
   const code = result.outputFiles[0]!.text;
   const fallback = unbundleable(code, result.metafile, result.warnings);
   if (fallback !== undefined) return { fallback };
-  return { code, inputs, externals: [...externals] };
+  return { code, inputs, externals: [...externals], packages: [...packages.values()] };
 }

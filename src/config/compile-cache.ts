@@ -5,6 +5,7 @@ import {
   mkdirSync,
   readdirSync,
   readFileSync,
+  realpathSync,
   renameSync,
   rmSync,
   statSync,
@@ -12,20 +13,22 @@ import {
 } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { basename, dirname, extname, join, sep } from 'node:path';
+import { basename, dirname, extname, isAbsolute, join, sep } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Bundle } from './bundle.ts';
+import { extendedConfigs } from './tsconfig-extends.ts';
 
 /**
  * Compiled configs, kept in the OS temp directory (never beside the config, so a read-only
  * project works) and keyed by the entry file, the bundler (its source and esbuild's version) and
  * Node's version. A later start imports the cached bundle without loading esbuild while every
- * file it was built from has the content it was built from. One file per entry: the bundle, then
- * a last line listing what it was built from.
+ * file it was built from has the content it was built from and every package it imports is
+ * found where it was. One file per entry: the bundle, then a last line listing what it was built
+ * from.
  */
 
 /** Changes whenever what an entry holds changes, so older entries are rebuilt. */
-const cacheFormat = 1;
+const cacheFormat = 2;
 const manifestMarker = '\n//# resil-compile-cache ';
 
 /** A file a bundle was built from, as it was read: its content's sha256 (null: absent) and its stat. */
@@ -39,9 +42,33 @@ export interface FileVersion {
   readonly stat: string | null;
 }
 
+/**
+ * Where Node finds the package a bare import names, for a module in `from`: the first
+ * `node_modules/<name>` directory from there up. The bundle imports what Node found there by its
+ * real path, which is what Node would still find while this directory, its real path (pnpm links
+ * `node_modules/<name>` into `.pnpm/<name>@<version>...` and relinks it on upgrade, leaving the
+ * old one in place) and its package.json (`exports`, `main`) stay the same.
+ */
+export interface PackageLookup {
+  /** The package's name, `@scope/name` or `name`. */
+  readonly name: string;
+  /** The importing module's directory. */
+  readonly from: string;
+  /** The directory found (null: none), as found: through its links. */
+  readonly directory: string | null;
+  /** That directory's real path, the one the bundle imports from. */
+  readonly realDirectory: string | null;
+  /** Its package.json as it was before esbuild read it. */
+  readonly packageJson: FileVersion | null;
+}
+
 interface Manifest {
-  /** Each inlined file, and the package.json / tsconfig.json nearest to each. */
+  /** Each inlined file. */
   readonly inputs: Record<string, FileVersion>;
+  /** What esbuild read besides: the settings of each inlined file (see {@link settingsOf}). */
+  readonly settings: Record<string, FileVersion>;
+  /** The packages the bundle imports, by where they were found. */
+  readonly packages: readonly PackageLookup[];
   /** Files the bundle imports by absolute URL: they must still be there. */
   readonly externals: readonly string[];
 }
@@ -110,25 +137,117 @@ function hashOf(file: string): string | null {
   }
 }
 
+function versionOf(file: string): FileVersion {
+  const stat = statOf(file); // before the read, see FileVersion.stat
+  return { stat, sha256: hashOf(file) };
+}
+
+/** True while `file` has the content it had when `version` was taken. */
+function isUnchanged(file: string, version: FileVersion): boolean {
+  return statOf(file) === version.stat || hashOf(file) === version.sha256;
+}
+
 const nearestByDirectory = new Map<string, string | null>();
 
-/** The file called `name` in `directory` or the closest directory above it, memoised per directory. */
-function nearest(name: string, directory: string): string | null {
-  const key = join(directory, name);
+/**
+ * The first file of `names` (in that order) in `directory` or the closest directory above it
+ * that has one, memoised per directory.
+ */
+function nearest(names: readonly string[], directory: string): string | null {
+  const key = `${directory}\0${names.join('\0')}`;
   let found = nearestByDirectory.get(key);
   if (found === undefined) {
     const parent = dirname(directory);
-    found = existsSync(key) ? key : parent === directory ? null : nearest(name, parent);
+    found =
+      names.map((name) => join(directory, name)).find((path) => existsSync(path)) ??
+      (parent === directory ? null : nearest(names, parent));
     nearestByDirectory.set(key, found);
   }
   return found;
 }
 
-/** The package.json and tsconfig.json nearest to `file`: its module type, imports and `paths`. */
+const configNames = ['tsconfig.json', 'jsconfig.json'];
+const extendedByConfig = new Map<string, readonly string[]>();
+
+/**
+ * The settings esbuild reads for `file`: the nearest package.json (module type, `imports`), the
+ * nearest tsconfig.json, or jsconfig.json where a directory has none (`paths`, JSX, class
+ * fields), and every file that one extends.
+ */
 function settingsOf(file: string): string[] {
   const directory = dirname(file);
-  return [nearest('package.json', directory), nearest('tsconfig.json', directory)].filter(
+  const config = nearest(configNames, directory);
+  let extended: readonly string[] = [];
+  if (config !== null) {
+    extended = extendedByConfig.get(config) ?? extendedConfigs(config);
+    extendedByConfig.set(config, extended);
+  }
+  return [nearest(['package.json'], directory), config, ...extended].filter(
     (found): found is string => found !== null,
+  );
+}
+
+/** The package a bare specifier names (`@scope/name/sub` -> `@scope/name`), or null for any other. */
+export function packageNameOf(specifier: string): string | null {
+  if (/^(?:[./#]|[a-z][a-z\d+.-]*:)/i.test(specifier) || isAbsolute(specifier)) return null;
+  const parts = specifier.split('/');
+  if (!specifier.startsWith('@')) return parts[0]!;
+  return parts.length > 1 ? `${parts[0]}/${parts[1]}` : null;
+}
+
+const directoryByPath = new Map<string, boolean>();
+
+function isDirectory(path: string): boolean {
+  let found = directoryByPath.get(path);
+  if (found === undefined) {
+    try {
+      found = statSync(path).isDirectory();
+    } catch {
+      found = false;
+    }
+    directoryByPath.set(path, found);
+  }
+  return found;
+}
+
+/** Node's lookup of a package directory (PACKAGE_RESOLVE): `node_modules/<name>` from `from` up. */
+function packageDirectory(name: string, from: string): string | null {
+  for (let directory = from; ; directory = dirname(directory)) {
+    const candidate = join(directory, 'node_modules', name);
+    if (isDirectory(candidate)) return candidate;
+    if (dirname(directory) === directory) return null;
+  }
+}
+
+function realPathOf(path: string): string | null {
+  try {
+    return realpathSync.native(path);
+  } catch {
+    return null;
+  }
+}
+
+/** Where package `name` is for a module in `from` (take it before resolving the import). */
+export function lookUpPackage(name: string, from: string): PackageLookup {
+  const directory = packageDirectory(name, from);
+  return {
+    name,
+    from,
+    directory,
+    realDirectory: directory === null ? null : realPathOf(directory),
+    packageJson: directory === null ? null : versionOf(join(directory, 'package.json')),
+  };
+}
+
+/** True while `lookup` finds the same package as when it was recorded. */
+function isFoundAgain(lookup: PackageLookup): boolean {
+  const directory = packageDirectory(lookup.name, lookup.from);
+  if (directory !== lookup.directory) return false;
+  return (
+    directory === null ||
+    (realPathOf(directory) === lookup.realDirectory &&
+      lookup.packageJson !== null &&
+      isUnchanged(join(directory, 'package.json'), lookup.packageJson))
   );
 }
 
@@ -139,20 +258,27 @@ export function statOf(file: string): string | null {
 }
 
 function manifestOf(bundle: Bundle): Manifest {
-  const inputs: Record<string, FileVersion> = { ...bundle.inputs };
+  const settings: Record<string, FileVersion> = {};
   // esbuild reads these itself: seen now, after the build (a change during it goes unnoticed).
-  for (const file of Object.keys(bundle.inputs).flatMap(settingsOf)) {
-    inputs[file] ??= { stat: statOf(file), sha256: hashOf(file) };
-  }
-  return { inputs, externals: bundle.externals };
+  for (const file of Object.keys(bundle.inputs).flatMap(settingsOf)) settings[file] ??= versionOf(file);
+  return { inputs: bundle.inputs, settings, packages: bundle.packages, externals: bundle.externals };
 }
 
+/**
+ * True while the bundle is what esbuild would build now: each file it read has the same content,
+ * the settings of each inlined file are still those files (a tsconfig.json may now extend
+ * another), each package it imports is found where it was, and each file it imports is there.
+ */
 function isCurrent(manifest: Manifest): boolean {
-  for (const [file, input] of Object.entries(manifest.inputs)) {
-    if (statOf(file) !== input.stat && hashOf(file) !== input.sha256) return false;
-    if (!settingsOf(file).every((settings) => settings in manifest.inputs)) return false;
+  for (const [file, version] of Object.entries(manifest.inputs)) {
+    if (!isUnchanged(file, version)) return false;
+    if (!settingsOf(file).every((settings) => settings in manifest.settings)) return false;
   }
-  return manifest.externals.every((file) => existsSync(file));
+  return (
+    Object.entries(manifest.settings).every(([file, version]) => isUnchanged(file, version)) &&
+    manifest.packages.every(isFoundAgain) &&
+    manifest.externals.every((file) => existsSync(file))
+  );
 }
 
 /** The URL of `file`'s cached bundle when it is current, else undefined. */

@@ -4,13 +4,15 @@ import {
   mkdirSync,
   mkdtempSync,
   readdirSync,
+  realpathSync,
   rmSync,
   statSync,
+  symlinkSync,
   utimesSync,
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   asNobodyWhenPossible,
@@ -571,6 +573,182 @@ export default {};
     } finally {
       rmSync(temp, { recursive: true, force: true });
     }
+  });
+
+  interface Recompile {
+    files: Record<string, string>;
+    /** Links and the like, which `files` cannot say. */
+    prepare?: (created: Project) => void;
+    change: (created: Project) => void;
+    /** The job's name before and after the change, or how to work it out in the project. */
+    expected: readonly [string, string] | ((created: Project) => string);
+  }
+
+  /**
+   * Lists the jobs of a project twice on one temp dir, with `change` in between: the second
+   * listing must see the change, as a fresh compile does (checked too), not the first's bundle.
+   */
+  async function expectRecompiled(label: string, { files, prepare, change, expected }: Recompile) {
+    const created = project(files);
+    prepare?.(created);
+    const [nameBefore, nameAfter] =
+      typeof expected === 'function' ? [expected, expected] : [() => expected[0], () => expected[1]];
+    const temp = mkdtempSync(join(tmpdir(), 'resil-tmpdir-'));
+    try {
+      const first = await listJson(created, {}, [], temp);
+      expect(names(first), label).toEqual([nameBefore(created)]);
+      expect(first.stderr, label).not.toContain('through tsx');
+      change(created);
+      expect(names(await listJson(created)), `${label}, compiled afresh`).toEqual([nameAfter(created)]);
+      const second = await listJson(created, {}, [], temp);
+      expect(names(second), `${label}, with the first bundle in the cache`).toEqual([nameAfter(created)]);
+      expect(second.cached, label).toEqual(first.cached);
+      const entry = join(temp, cacheDirectory(), second.cached[0]!);
+      const { ino, mtimeMs } = statSync(entry);
+      expect(names(await listJson(created, {}, [], temp)), `${label}, again`).toEqual([nameAfter(created)]);
+      expect(statSync(entry), `${label}: the new bundle is used as it is`).toMatchObject({ ino, mtimeMs });
+    } finally {
+      rmSync(temp, { recursive: true, force: true });
+    }
+  }
+
+  /** Points `node_modules/<name>` at `.pnpm/<name>@<version>/node_modules/<name>`, as pnpm does. */
+  function linkAsPnpm(created: Project, name: string, version: string) {
+    const link = created.path(`node_modules/${name}`);
+    rmSync(link, { force: true });
+    mkdirSync(dirname(link), { recursive: true });
+    const target = created.path(
+      `node_modules/.pnpm/${name.replace('/', '+')}@${version}/node_modules/${name}`,
+    );
+    symlinkSync(relative(dirname(link), target), link, 'dir');
+  }
+
+  it('compiles again when a file the nearest tsconfig.json extends changes: a chain, an array, packages', async () => {
+    /** `@lib/*` aliased to `<directory>/*` beside the tsconfig.json the chain starts at. */
+    const aliasTo = (directory: string) =>
+      JSON.stringify({ compilerOptions: { paths: { '@lib/*': [`\${configDir}/${directory}/*`] } } });
+    const aliased = {
+      'resil.config.ts': tsConfig(`[${job('name')}]`, { imports: "import name from '@lib/name';" }),
+      'one/name.ts': "const name: string = 'one';\nexport default name;\n",
+      'two/name.ts': "const name: string = 'two';\nexport default name;\n",
+    };
+    await expectRecompiled('relative paths, one without .json, and a chain', {
+      files: {
+        ...aliased,
+        'tsconfig.json': JSON.stringify({ extends: './config/base' }),
+        // With comments and a trailing comma, as tsc and esbuild read it.
+        'config/base.json': '{\n  // shared\n  "extends": "../shared.json", /* the aliases */\n}\n',
+        'shared.json': aliasTo('one'),
+      },
+      change: (created) => created.write('shared.json', aliasTo('two')),
+      expected: ['one', 'two'],
+    });
+    await expectRecompiled('an array, the last winning, into a package through its package.json#tsconfig', {
+      files: {
+        ...aliased,
+        'tsconfig.json': JSON.stringify({ extends: ['./first.json', '@acme/tsconfig'] }),
+        'first.json': aliasTo('zero'),
+        'node_modules/@acme/tsconfig/package.json': JSON.stringify({
+          name: '@acme/tsconfig',
+          tsconfig: './base.json',
+        }),
+        'node_modules/@acme/tsconfig/base.json': JSON.stringify({ extends: './aliases' }),
+        'node_modules/@acme/tsconfig/aliases.json': aliasTo('one'),
+      },
+      change: (created) => created.write('node_modules/@acme/tsconfig/aliases.json', aliasTo('two')),
+      expected: ['one', 'two'],
+    });
+    const strict = (version: string, directory: string) => {
+      const root = `node_modules/.pnpm/@acme+strict@${version}/node_modules/@acme/strict`;
+      return {
+        [`${root}/package.json`]: JSON.stringify({
+          name: '@acme/strict',
+          version,
+          exports: { './node': { require: './node.json' } },
+        }),
+        [`${root}/node.json`]: aliasTo(directory),
+      };
+    };
+    await expectRecompiled('a package subpath through its exports, relinked as pnpm does', {
+      files: {
+        ...aliased,
+        'tsconfig.json': JSON.stringify({ extends: '@acme/strict/node' }),
+        ...strict('1.0.0', 'one'),
+        ...strict('2.0.0', 'two'),
+      },
+      prepare: (created) => linkAsPnpm(created, '@acme/strict', '1.0.0'),
+      change: (created) => linkAsPnpm(created, '@acme/strict', '2.0.0'),
+      expected: ['one', 'two'],
+    });
+  });
+
+  it('compiles again when a package the config imports resolves elsewhere', async () => {
+    const importing = (specifier: string) => ({
+      'resil.config.ts': tsConfig(`[${job('name')}]`, { imports: `import name from '${specifier}';` }),
+    });
+    /** A package whose module says where it is. */
+    const whereAmI = (root: string, version: string) => ({
+      [`${root}/package.json`]: JSON.stringify({ name: 'dep', version, exports: './index.js' }),
+      [`${root}/index.js`]:
+        "import { fileURLToPath } from 'node:url';\nexport default fileURLToPath(import.meta.url);\n",
+    });
+    await expectRecompiled('pnpm relinks node_modules/dep (pnpm up), the old version still on disk', {
+      files: {
+        ...importing('dep'),
+        ...whereAmI('node_modules/.pnpm/dep@1.0.0/node_modules/dep', '1.0.0'),
+        ...whereAmI('node_modules/.pnpm/dep@2.0.0/node_modules/dep', '2.0.0'),
+      },
+      prepare: (created) => linkAsPnpm(created, 'dep', '1.0.0'),
+      change: (created) => linkAsPnpm(created, 'dep', '2.0.0'),
+      expected: (created) => realpathSync(created.path('node_modules/dep/index.js')),
+    });
+    await expectRecompiled('pnpm relinks it to identical files elsewhere (another peer dependency)', {
+      files: {
+        ...importing('dep'),
+        ...whereAmI('node_modules/.pnpm/dep@1.0.0/node_modules/dep', '1.0.0'),
+        ...whereAmI('node_modules/.pnpm/dep@1.0.0_peer@2/node_modules/dep', '1.0.0'),
+      },
+      prepare: (created) => linkAsPnpm(created, 'dep', '1.0.0'),
+      change: (created) => linkAsPnpm(created, 'dep', '1.0.0_peer@2'),
+      expected: (created) => realpathSync(created.path('node_modules/dep/index.js')),
+    });
+    const exporting = (file: string) => JSON.stringify({ name: 'dep', exports: file });
+    await expectRecompiled('npm upgrades it in place, its exports now another file', {
+      files: {
+        ...importing('dep'),
+        'node_modules/dep/package.json': exporting('./v1.js'),
+        'node_modules/dep/v1.js': "export default 'v1';\n",
+        'node_modules/dep/v2.js': "export default 'v2';\n",
+      },
+      change: (created) => created.write('node_modules/dep/package.json', exporting('./v2.js')),
+      expected: ['v1', 'v2'],
+    });
+    await expectRecompiled('a copy of it is installed nearer the importing module (a workspace)', {
+      files: {
+        'resil.config.ts': tsConfig('[app]', { imports: "import app from './packages/app/job.ts';" }),
+        'packages/app/job.ts': `import name from 'dep';\nexport default ${job('name')};\n`,
+        'node_modules/dep/package.json': exporting('./index.js'),
+        'node_modules/dep/index.js': "export default 'hoisted';\n",
+      },
+      change: (created) => {
+        created.write('packages/app/node_modules/dep/package.json', exporting('./index.js'));
+        created.write('packages/app/node_modules/dep/index.js', "export default 'own';\n");
+      },
+      expected: ['hoisted', 'own'],
+    });
+    await expectRecompiled('a package imported when it runs, installed later', {
+      files: {
+        'resil.config.ts': tsConfig(`[${job('name')}]`, {
+          imports:
+            "const name: string = await import('later').then((module) => module.default, () => 'absent');",
+        }),
+      },
+      change: (created) => {
+        created.write('node_modules/later/package.json', exporting('./index.js'));
+        created.write('node_modules/later/index.js', "export default 'installed';\n");
+      },
+      expected: ['absent', 'installed'],
+    });
   });
 
   it('removes cache entries not written for a week when it writes another', async () => {
