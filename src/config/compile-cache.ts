@@ -302,7 +302,10 @@ export function cachedBundleUrl(file: string): string | undefined {
   }
 }
 
-/** Entries older than this are removed when another is written (one in use is simply rebuilt). */
+/**
+ * Entries older than this are removed when another is written (a start that finds its entry
+ * gone between checking and importing it builds it again).
+ */
 const entryLifetimeMs = 7 * 24 * 60 * 60 * 1000;
 
 /** Removes the entries (and any half-written file) not written for {@link entryLifetimeMs}. */

@@ -1,4 +1,5 @@
-import { pathToFileURL } from 'node:url';
+import { existsSync } from 'node:fs';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { bundleModule } from './bundle.ts';
 import { cachedBundleUrl, storeBundle } from './compile-cache.ts';
 
@@ -19,13 +20,24 @@ async function importThroughTsx(file: string, reason: string): Promise<Record<st
  * do as Node would goes through tsx's `tsImport()`, scoped to this module and what it imports.
  */
 async function importCompiled(file: string): Promise<Record<string, unknown>> {
-  let url = cachedBundleUrl(file);
-  if (url === undefined) {
-    const bundle = await bundleModule(file);
-    if ('fallback' in bundle) return importThroughTsx(file, bundle.fallback);
-    url = storeBundle(file, bundle);
-    if (url === undefined) return importThroughTsx(file, 'no usable compile cache directory');
+  const cached = cachedBundleUrl(file);
+  if (cached !== undefined) {
+    try {
+      return await importBundle(cached);
+    } catch (error) {
+      // Another start may have pruned the entry (not written for a week) since it was checked.
+      const code = (error as { code?: unknown } | null)?.code;
+      if (code !== 'ERR_MODULE_NOT_FOUND' || existsSync(fileURLToPath(cached))) throw error;
+    }
   }
+  const bundle = await bundleModule(file);
+  if ('fallback' in bundle) return importThroughTsx(file, bundle.fallback);
+  const url = storeBundle(file, bundle);
+  if (url === undefined) return importThroughTsx(file, 'no usable compile cache directory');
+  return importBundle(url);
+}
+
+async function importBundle(url: string): Promise<Record<string, unknown>> {
   // Stack traces (and the line an error thrown while loading is reported at) name the original
   // files through the inline source map. Left on: a job's errors later point at its source too.
   process.setSourceMapsEnabled(true);

@@ -13,6 +13,7 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   asNobodyWhenPossible,
@@ -749,6 +750,34 @@ export default {};
       },
       expected: ['absent', 'installed'],
     });
+  });
+
+  it('compiles again when another process removes the entry between its check and its import', async () => {
+    const created = project({
+      'resil.config.ts': tsConfig(`[${job("'survived'")}]`),
+      // Removes a compile cache entry right after the loader has read it, as a pruning run might.
+      'remove-after-read.mjs': `import fs from 'node:fs';
+import { syncBuiltinESMExports } from 'node:module';
+const read = fs.readFileSync;
+fs.readFileSync = function (path, ...rest) {
+  const content = read.call(this, path, ...rest);
+  if (typeof path === 'string' && /resil-compile-cache-[^/]+\\/[^/]+\\.mjs$/.test(path)) fs.rmSync(path);
+  return content;
+};
+syncBuiltinESMExports();
+`,
+    });
+    const temp = mkdtempSync(join(tmpdir(), 'resil-tmpdir-'));
+    const hook = { NODE_OPTIONS: `--import=${pathToFileURL(created.path('remove-after-read.mjs')).href}` };
+    try {
+      const first = await listJson(created, {}, [], temp);
+      expect(names(first)).toEqual(['survived']);
+      const second = await listJson(created, hook, [], temp);
+      expect(names(second)).toEqual(['survived']);
+      expect(second.cached, 'written again').toEqual(first.cached);
+    } finally {
+      rmSync(temp, { recursive: true, force: true });
+    }
   });
 
   it('removes cache entries not written for a week when it writes another', async () => {
