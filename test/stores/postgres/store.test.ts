@@ -184,7 +184,10 @@ describe.skipIf(!databaseUrl)('PostgresLockStore', () => {
     });
 
     it("prints in docs/postgres.md's set-up section exactly the SQL postgresLockStoreSql() returns", () => {
-      const readme = readFileSync(fileURLToPath(new URL('../../../docs/postgres.md', import.meta.url)), 'utf8');
+      const readme = readFileSync(
+        fileURLToPath(new URL('../../../docs/postgres.md', import.meta.url)),
+        'utf8',
+      );
       const intro = 'returns for your options, so you can also run that:\n\n```sql\n';
       const start = readme.indexOf(intro);
       expect(start).toBeGreaterThan(0);
