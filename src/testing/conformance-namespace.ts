@@ -21,3 +21,71 @@ export const sleep = (ms: number): Promise<void> =>
   new Promise((resolve) => {
     setTimeout(resolve, Math.max(0, ms));
   });
+
+/** What the conformance suites assert with: the matchers of vitest's and jest's `expect`. */
+export interface ConformanceAssertion {
+  toBe(expected: unknown): void;
+  toEqual(expected: unknown): void;
+  toMatchObject(expected: object): void;
+  toMatch(expected: string | RegExp): void;
+  toBeUndefined(): void;
+  toBeDefined(): void;
+  toBeInstanceOf(expected: abstract new (...args: never[]) => unknown): void;
+  toHaveLength(expected: number): void;
+  toBeGreaterThan(expected: number): void;
+  toBeGreaterThanOrEqual(expected: number): void;
+  toBeLessThan(expected: number): void;
+  toBeLessThanOrEqual(expected: number): void;
+  readonly not: ConformanceAssertion;
+  readonly rejects: { toThrow(expected?: string | RegExp): Promise<void> };
+  readonly resolves: { toBeUndefined(): Promise<void> };
+}
+
+/**
+ * The test functions a conformance suite registers its tests with, from your test framework:
+ * vitest's or jest's `describe`, `it` and `expect`, or node:test's `describe` and `it` with the
+ * `expect` package. Without them, the suites use the globals of a framework that sets them
+ * (jest, vitest with `globals: true`).
+ *
+ * @example
+ * import { describe, expect, it } from 'vitest';
+ * describeLockStoreConformance('MyLockStore', factory, { test: { describe, it, expect } });
+ */
+export interface ConformanceTestFunctions {
+  describe(name: string, body: () => void): void;
+  it(name: string, body: (context: ConformanceTestContext) => Promise<void>, timeoutMs?: number): void;
+  expect(actual: unknown, message?: string): ConformanceAssertion;
+}
+
+/** What a test body may get from `it`: vitest's context has `skip(note)`; jest and node:test pass none. */
+export type ConformanceTestContext = { skip?(note?: string): void } | undefined;
+
+/**
+ * Skips the test that got `context`, saying why: through the framework where it can (vitest), else
+ * by printing the reason (the test then ends without checking anything).
+ */
+export function skipTest(context: ConformanceTestContext, reason: string): void {
+  if (typeof context?.skip === 'function') {
+    context.skip(reason);
+    return;
+  }
+  console.log(`skipped: ${reason}`);
+}
+
+/** `given`, else the framework's globals; throws naming what to pass when there are none. */
+export function testFunctionsOf(
+  given: ConformanceTestFunctions | undefined,
+  suite: string,
+): ConformanceTestFunctions {
+  if (given !== undefined) return given;
+  const globals = globalThis as Partial<ConformanceTestFunctions>;
+  if (
+    typeof globals.describe === 'function' &&
+    typeof globals.it === 'function' &&
+    typeof globals.expect === 'function'
+  )
+    return globals as ConformanceTestFunctions;
+  throw new TypeError(
+    `${suite}: pass your test framework's functions, e.g. { test: { describe, it, expect } } imported from 'vitest' (or jest, or node:test with the expect package): this test process has no global describe, it and expect`,
+  );
+}

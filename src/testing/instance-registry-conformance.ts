@@ -1,6 +1,11 @@
-import { describe, expect, it } from 'vitest';
 import type { InstanceInfo, InstanceRegistry } from '../strategies/lock/run-ledger.ts';
-import { type ConformanceFactory, sleep, uniqueNamespace } from './conformance-namespace.ts';
+import {
+  type ConformanceFactory,
+  type ConformanceTestFunctions,
+  sleep,
+  testFunctionsOf,
+  uniqueNamespace,
+} from './conformance-namespace.ts';
 
 const second = 1_000;
 
@@ -17,7 +22,9 @@ const second = 1_000;
 export function describeInstanceRegistryConformance(
   name: string,
   factory: ConformanceFactory<InstanceRegistry>,
+  options: { test?: ConformanceTestFunctions } = {},
 ): void {
+  const { describe, it, expect } = testFunctionsOf(options.test, 'describeInstanceRegistryConformance');
   async function setUp() {
     const namespace = uniqueNamespace();
     const store = await factory(namespace);

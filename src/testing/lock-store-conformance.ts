@@ -1,6 +1,12 @@
-import { describe, expect, it } from 'vitest';
 import type { LockStore } from '../strategies/lock/store.ts';
-import { type ConformanceFactory, sleep, uniqueNamespace } from './conformance-namespace.ts';
+import {
+  type ConformanceFactory,
+  type ConformanceTestFunctions,
+  skipTest,
+  sleep,
+  testFunctionsOf,
+  uniqueNamespace,
+} from './conformance-namespace.ts';
 
 export interface LockStoreConformanceOptions {
   /**
@@ -10,6 +16,8 @@ export interface LockStoreConformanceOptions {
   expiryTtlMs?: number;
   /** Acquirers racing for one key in the atomicity test. Defaults to 50. */
   concurrentAcquirers?: number;
+  /** Your test framework's `describe`, `it` and `expect`. Defaults to its globals. */
+  test?: ConformanceTestFunctions;
 }
 
 const longTtl = 30_000;
@@ -22,24 +30,29 @@ const monotonicNow = () => performance.now();
  * Registers a vitest suite that checks `factory`'s store against the {@link LockStore} contract:
  * atomic acquire under concurrency, owner checks on renew and release, expiry by the store's clock,
  * fencing tokens that only increase per key (across release and expiry), and, when the store has
- * them, `inspect()`, `now()` and the `onRelease()` wake-ups. Call it at the top level of a test file; `vitest` must be installed
- * (it is imported by this module).
+ * them, `inspect()`, `now()` and the `onRelease()` wake-ups. Call it at the top level of a test file, with your test framework's
+ * `describe`, `it` and `expect` in `options.test` (vitest, jest, or node:test with the `expect`
+ * package; or its globals).
  *
  * `factory` is called once per test with a fresh namespace; use it as the key prefix. Close
  * connections in your own `afterAll`.
  *
  * @example
  * // test/my-store.test.ts
+ * import { afterAll, describe, expect, it } from 'vitest';
  * import { describeLockStoreConformance } from 'resil/testing';
  * const redis = new Redis();
  * afterAll(() => redis.quit());
- * describeLockStoreConformance('RedisLockStore', (prefix) => new RedisLockStore(redis, { prefix }));
+ * describeLockStoreConformance('RedisLockStore', (prefix) => new RedisLockStore(redis, { prefix }), {
+ *   test: { describe, it, expect },
+ * });
  */
 export function describeLockStoreConformance(
   name: string,
   factory: ConformanceFactory<LockStore>,
   options: LockStoreConformanceOptions = {},
 ): void {
+  const { describe, it, expect } = testFunctionsOf(options.test, 'describeLockStoreConformance');
   const ttl = options.expiryTtlMs ?? 300;
   const acquirers = options.concurrentAcquirers ?? 50;
   const timeout = Math.max(10_000, ttl * 20);
@@ -315,7 +328,7 @@ export function describeLockStoreConformance(
     describe('inspect', () => {
       it('reports the live lease: owner, token and expiry by the store clock', async (context) => {
         const { store, key } = await setUp();
-        if (!store.inspect) return context.skip('the store has no inspect()');
+        if (!store.inspect) return skipTest(context, 'the store has no inspect()');
         const before = store.now ? await store.now() : Date.now();
         const token = await store.acquire(key(), 'owner-a', longTtl);
         const after = store.now ? await store.now() : Date.now();
@@ -334,7 +347,7 @@ export function describeLockStoreConformance(
         'returns undefined for a free, a released and an expired key',
         async (context) => {
           const { store, key } = await setUp();
-          if (!store.inspect) return context.skip('the store has no inspect()');
+          if (!store.inspect) return skipTest(context, 'the store has no inspect()');
           expect(await store.inspect(key())).toBeUndefined();
           await store.acquire(key(), 'owner-a', longTtl);
           await store.release(key(), 'owner-a');
@@ -350,7 +363,7 @@ export function describeLockStoreConformance(
     describe('onRelease', () => {
       it('calls the listener once it is in place, then after each release of the key; a throwing listener changes nothing', async (context) => {
         const { store, key } = await setUp();
-        if (!store.onRelease) return context.skip('the store has no onRelease()');
+        if (!store.onRelease) return skipTest(context, 'the store has no onRelease()');
         const throwing = store.onRelease(key(), () => {
           throw new Error('a listener bug');
         });
@@ -371,7 +384,7 @@ export function describeLockStoreConformance(
 
       it('is not called for another key, for a release by someone who is not the owner, nor after it unsubscribed', async (context) => {
         const { store, key } = await setUp();
-        if (!store.onRelease) return context.skip('the store has no onRelease()');
+        if (!store.onRelease) return skipTest(context, 'the store has no onRelease()');
         const mine = listen(store, key('mine'));
         const other = listen(store, key('other'));
         try {
@@ -404,11 +417,14 @@ export function describeLockStoreConformance(
       it('is called for a release through another store on the same backend', async (context) => {
         const namespace = uniqueNamespace();
         const [listening, releasing] = [await factory(namespace), await factory(namespace)];
-        if (!listening.onRelease) return context.skip('the store has no onRelease()');
+        if (!listening.onRelease) return skipTest(context, 'the store has no onRelease()');
         const key = `${namespace}shared`;
         await releasing.acquire(key, 'owner-a', longTtl);
         if ((await listening.acquire(key, 'owner-b', longTtl)) !== undefined) {
-          return context.skip('two stores made by the factory do not share leases (an in-process store)');
+          return skipTest(
+            context,
+            'two stores made by the factory do not share leases (an in-process store)',
+          );
         }
         const listener = listen(listening, key);
         try {
@@ -424,7 +440,7 @@ export function describeLockStoreConformance(
     describe('now', () => {
       it('returns the store clock in epoch ms, close to this machine and never going back', async (context) => {
         const { store } = await setUp();
-        if (!store.now) return context.skip('the store has no now()');
+        if (!store.now) return skipTest(context, 'the store has no now()');
         const first = await store.now();
         expect(Number.isFinite(first)).toBe(true);
         // Generous: only catches seconds-vs-milliseconds and similar unit mistakes.

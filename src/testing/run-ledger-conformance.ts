@@ -1,4 +1,3 @@
-import { describe, expect, it } from 'vitest';
 import { isStaleTokenError, StaleTokenError } from '../strategies/lock/errors.ts';
 import type {
   ClaimRequest,
@@ -9,7 +8,13 @@ import type {
   RunRecord,
 } from '../strategies/lock/run-ledger.ts';
 import type { LockStore } from '../strategies/lock/store.ts';
-import { type ConformanceFactory, sleep, uniqueNamespace } from './conformance-namespace.ts';
+import {
+  type ConformanceFactory,
+  type ConformanceTestFunctions,
+  sleep,
+  testFunctionsOf,
+  uniqueNamespace,
+} from './conformance-namespace.ts';
 
 const second = 1_000;
 const minute = 60 * second;
@@ -31,7 +36,7 @@ function normalized(record: RunRecord): RunRecord {
  * taken over with a higher token, and the old holder's writes are refused with `StaleTokenError`;
  * history comes newest first; retention drops old records; jobs and keys are independent, and a
  * plain `acquire` on the key excludes claims; a paused job's fires are skipped and recorded as
- * `paused` until it is resumed, manual runs excepted. Needs `vitest` (imported by this module).
+ * `paused` until it is resumed, manual runs excepted. Pass your test framework's `describe`, `it` and `expect` as `options.test` (or rely on its globals).
  *
  * Occurrences are placed relative to this machine's clock, so the store's clock must be within a few
  * seconds of it. Some tests wait for short leases (a few hundred ms) to expire.
@@ -42,7 +47,9 @@ function normalized(record: RunRecord): RunRecord {
 export function describeRunLedgerConformance(
   name: string,
   factory: ConformanceFactory<PausableRunLedger & LockStore>,
+  options: { test?: ConformanceTestFunctions } = {},
 ): void {
+  const { describe, it, expect } = testFunctionsOf(options.test, 'describeRunLedgerConformance');
   async function setUp() {
     const namespace = uniqueNamespace();
     const ledger = await factory(namespace);

@@ -4,8 +4,11 @@ import {
   describeLockStoreConformance,
   describeRunLedgerConformance,
 } from 'resil/testing';
+import { describe, expect, it } from 'vitest';
+
+const test = { describe, it, expect };
 
 // MemoryLockStore runs the same suites a Redis, PostgreSQL or custom store author runs.
-describeLockStoreConformance('MemoryLockStore', () => new MemoryLockStore());
-describeRunLedgerConformance('MemoryLockStore', () => new MemoryLockStore());
-describeInstanceRegistryConformance('MemoryLockStore', () => new MemoryLockStore());
+describeLockStoreConformance('MemoryLockStore', () => new MemoryLockStore(), { test });
+describeRunLedgerConformance('MemoryLockStore', () => new MemoryLockStore(), { test });
+describeInstanceRegistryConformance('MemoryLockStore', () => new MemoryLockStore(), { test });

@@ -63,9 +63,15 @@ describe.skipIf(!databaseUrl)('PostgresLockStore', () => {
   });
 
   // One store per test, all on the same tables: the suites put their namespace in every key.
-  describeLockStoreConformance('PostgresLockStore', () => new PostgresLockStore(pool, { schema }));
-  describeRunLedgerConformance('PostgresLockStore', () => new PostgresLockStore(pool, { schema }));
-  describeInstanceRegistryConformance('PostgresLockStore', () => new PostgresLockStore(pool, { schema }));
+  describeLockStoreConformance('PostgresLockStore', () => new PostgresLockStore(pool, { schema }), {
+    test: { describe, it, expect },
+  });
+  describeRunLedgerConformance('PostgresLockStore', () => new PostgresLockStore(pool, { schema }), {
+    test: { describe, it, expect },
+  });
+  describeInstanceRegistryConformance('PostgresLockStore', () => new PostgresLockStore(pool, { schema }), {
+    test: { describe, it, expect },
+  });
 
   it('pins its defaults', () => {
     expect(postgresLockStoreDefaults).toEqual({

@@ -30,9 +30,9 @@ describe.skipIf(!redisUrl)('RedisLockStore on a standalone Redis', () => {
     return new RedisLockStore(client, { prefix });
   };
 
-  describeLockStoreConformance('RedisLockStore', store);
-  describeRunLedgerConformance('RedisLockStore', store);
-  describeInstanceRegistryConformance('RedisLockStore', store);
+  describeLockStoreConformance('RedisLockStore', store, { test: { describe, it, expect } });
+  describeRunLedgerConformance('RedisLockStore', store, { test: { describe, it, expect } });
+  describeInstanceRegistryConformance('RedisLockStore', store, { test: { describe, it, expect } });
 });
 
 describe.skipIf(privateRedisUnavailableReason())('RedisLockStore on a 3-master Redis Cluster', () => {
@@ -81,7 +81,7 @@ describe.skipIf(privateRedisUnavailableReason())('RedisLockStore on a 3-master R
     ).toBe(true);
   });
 
-  describeLockStoreConformance('RedisLockStore (Cluster)', store);
-  describeRunLedgerConformance('RedisLockStore (Cluster)', store);
-  describeInstanceRegistryConformance('RedisLockStore (Cluster)', store);
+  describeLockStoreConformance('RedisLockStore (Cluster)', store, { test: { describe, it, expect } });
+  describeRunLedgerConformance('RedisLockStore (Cluster)', store, { test: { describe, it, expect } });
+  describeInstanceRegistryConformance('RedisLockStore (Cluster)', store, { test: { describe, it, expect } });
 });
