@@ -428,7 +428,7 @@ describe.skipIf(!redisUrl)('resil run --metrics on Redis, scraped', () => {
       expect(up!.value[1]).toBe('1');
     }, 30_000);
 
-    it("the documented alert expressions run against it: quiet now, and they do see the series", async () => {
+    it('the documented alert expressions run against it: quiet now, and they do see the series', async () => {
       const [nightly, clock] = [...readmeAlertRules().expressions.values()] as [string, string];
       // On a job that just succeeded the nightly alert is quiet; with a 0 s threshold it fires.
       const onTick = nightly.replaceAll('nightly-report', 'tick');
@@ -444,7 +444,7 @@ describe.skipIf(!redisUrl)('resil run --metrics on Redis, scraped', () => {
     }, 20_000);
   });
 
-  it.skipIf(noPromtool)("the documented alert rules pass promtool check rules", async () => {
+  it.skipIf(noPromtool)('the documented alert rules pass promtool check rules', async () => {
     const { yaml, expressions } = readmeAlertRules();
     expect([...expressions.values()].join('\n')).toContain('resil_job_last_success_timestamp_seconds');
     expect([...expressions.values()].join('\n')).toContain('resil_store_clock_offset_seconds');
