@@ -34,20 +34,31 @@ export interface SpawnOptions {
 const running = new Set<SpawnedProcess>();
 let exitHookInstalled = false;
 
+/** SIGKILLs every process started here that is still running (after a SIGCONT, in case it is paused). */
+function killAll(): void {
+  for (const spawned of running) {
+    try {
+      process.kill(spawned.pid, 'SIGCONT');
+      process.kill(spawned.pid, 'SIGKILL');
+    } catch {
+      // Already gone.
+    }
+  }
+}
+
 function installExitHook(): void {
   if (exitHookInstalled) return;
   exitHookInstalled = true;
   // Synchronous on purpose: at 'exit' no more I/O runs, only signals can still be sent.
-  process.once('exit', () => {
-    for (const spawned of running) {
-      try {
-        process.kill(spawned.pid, 'SIGCONT');
-        process.kill(spawned.pid, 'SIGKILL');
-      } catch {
-        // Already gone.
-      }
-    }
-  });
+  process.once('exit', killAll);
+  // A test process ended by a signal (a run interrupted with Ctrl-C, or stopped by `timeout`) emits
+  // no 'exit': stop what it started, then let the signal end it as it would have.
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+    process.once(signal, () => {
+      killAll();
+      process.kill(process.pid, signal);
+    });
+  }
 }
 
 /** Spawns `command` with piped output, tracked so that it is killed when the test process exits. */
