@@ -9,7 +9,7 @@ import { createServer, type Server } from 'node:net';
 import { hostname } from 'node:os';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isLoopbackHost } from '../../src/cli/dashboard/request-guard.ts';
+import { isLoopbackHost } from '../../src/cli/listen-address.ts';
 import { RedisLockStore } from '../../src/stores/redis/store.ts';
 import { createProject, ensureCliBuilt, type Project, runCli, tsConfig } from '../cli/cli-support.ts';
 import { ensureBuilt, type RunFixture } from '../cli/run-process.ts';

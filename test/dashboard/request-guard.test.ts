@@ -7,10 +7,10 @@ import {
   type DashboardBinding,
   formatAllowedHost,
   type GuardedRequest,
-  isLoopbackHost,
   refuseAction,
   refuseHost,
 } from '../../src/cli/dashboard/request-guard.ts';
+import { isLoopbackHost } from '../../src/cli/listen-address.ts';
 
 const token = 'k3Jc9mC1uHq0bXvWZ8sV4aTg2yPqN7rLeF5dO6iU1wE';
 const loopback: DashboardBinding = { host: '127.0.0.1', port: 4300 };

@@ -1,6 +1,7 @@
 import { isIP } from 'node:net';
 import { type Command, InvalidArgumentError } from 'commander';
 import type { AllowedHost } from '../dashboard/request-guard.ts';
+import { isHostName } from '../listen-address.ts';
 import type { CommandHelpers } from '../program.ts';
 
 /** `--port`: a whole number from 0 (any free port) to 65535. */
@@ -12,13 +13,10 @@ function parsePort(value: string): number {
   return port;
 }
 
-const hostname =
-  /^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/i;
-
 /** `--host`: an IPv4 or IPv6 address (brackets optional) or a host name; no scheme, no port. */
 function parseHost(value: string): string {
   const bare = value.startsWith('[') && value.endsWith(']') ? value.slice(1, -1) : value;
-  if (isIP(bare) !== 0 || (bare === value && hostname.test(value))) return bare;
+  if (isIP(bare) !== 0 || (bare === value && isHostName(value))) return bare;
   const hint = /^[a-z]+:\/\//i.test(value)
     ? ' (no scheme: --host 127.0.0.1)'
     : /:\d+$/.test(value) && isIP(value) === 0
@@ -37,7 +35,7 @@ function parseAllowedHost(value: string, previous: readonly AllowedHost[] = []):
   const port = match?.[2] === undefined ? undefined : Number(match[2]);
   const validName =
     name !== undefined &&
-    (name.startsWith('[') ? isIP(name.slice(1, -1)) === 6 : isIP(name) === 4 || hostname.test(name));
+    (name.startsWith('[') ? isIP(name.slice(1, -1)) === 6 : isIP(name) === 4 || isHostName(name));
   if (validName && (port === undefined || (port >= 1 && port <= 65_535))) {
     return [...previous, port === undefined ? { name } : { name, port }];
   }

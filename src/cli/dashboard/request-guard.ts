@@ -1,5 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
 import { isIP } from 'node:net';
+import { isLoopbackHost } from '../listen-address.ts';
 
 /** The header a dashboard page sends its per-process token in, with every action (POST). */
 export const tokenHeader = 'x-resil-token';
@@ -30,24 +31,6 @@ export interface GuardedRequest {
   readonly origin: string | undefined;
   /** The {@link tokenHeader} header. */
   readonly token: string | undefined;
-}
-
-/**
- * True for a name or address that only this machine reaches: `localhost`, `127.0.0.0/8`, `::1`
- * (bracketed or not, in any of its spellings), and IPv4-mapped `::ffff:127.x.x.x`.
- */
-export function isLoopbackHost(host: string): boolean {
-  const bare = host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
-  const lower = bare.toLowerCase();
-  if (lower === 'localhost' || lower.endsWith('.localhost')) return true;
-  if (isIP(lower) === 4) return lower.startsWith('127.');
-  // The URL parser writes an IPv6 address one way (0:0:0:0:0:0:0:1 is [::1], ::ffff:127.0.0.1 is
-  // [::ffff:7f00:1]); it refuses a zone (fe80::1%eth0), which is no loopback address anyway.
-  if (isIP(lower) === 6 && URL.canParse(`http://[${lower}]/`)) {
-    const canonical = new URL(`http://[${lower}]/`).hostname;
-    return canonical === '[::1]' || /^\[::ffff:7f[0-9a-f]{2}:/.test(canonical);
-  }
-  return false;
 }
 
 /** An IPv4 address, or an IPv6 address in brackets, as a Host header writes them. */

@@ -1,8 +1,9 @@
 import { hostname } from 'node:os';
 import { inMemoryStoreNote } from '../commands/store-error.ts';
+import { isLoopbackHost } from '../listen-address.ts';
 import type { CommandHelpers } from '../program.ts';
 import { resolveLogLevel, UsageError } from '../usage-error.ts';
-import { type AllowedHost, formatAllowedHost, isLoopbackHost } from './request-guard.ts';
+import { type AllowedHost, formatAllowedHost } from './request-guard.ts';
 import { type DashboardServer, startDashboardServer } from './server.ts';
 
 export interface DashboardOptions {

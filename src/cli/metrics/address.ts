@@ -1,4 +1,5 @@
 import { isIP } from 'node:net';
+import { isHostName } from '../listen-address.ts';
 import { UsageError } from '../usage-error.ts';
 
 /** Where the metrics server listens. */
@@ -10,9 +11,6 @@ export interface MetricsAddress {
 
 /** The host a bare port binds: loopback only, so nothing is exposed that was not asked for. */
 export const defaultMetricsHost = '127.0.0.1';
-
-const hostName =
-  /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
 
 /**
  * `--metrics [host:]port`: a bare port binds 127.0.0.1; any other interface (`0.0.0.0:9464`,
@@ -48,7 +46,7 @@ export function parseMetricsAddress(value: string): MetricsAddress {
       portText = text.slice(colon + 1);
       if (host.includes(':')) throw bad('an IPv6 host needs brackets, as in [::1]:9464');
       if (host === '') throw bad('the host before ":" is empty; a bare port (9464) binds 127.0.0.1');
-      if (isIP(host) === 0 && !hostName.test(host)) throw bad(`"${host}" is not a host name or IP address`);
+      if (isIP(host) === 0 && !isHostName(host)) throw bad(`"${host}" is not a host name or IP address`);
     }
   }
   if (portText === '') throw bad('the port is missing');
@@ -61,11 +59,6 @@ export function parseMetricsAddress(value: string): MetricsAddress {
 /** `127.0.0.1:9464`, `[::1]:9464`: the address as a URL's host part. */
 export function formatMetricsAddress(address: MetricsAddress): string {
   return isIP(address.host) === 6 ? `[${address.host}]:${address.port}` : `${address.host}:${address.port}`;
-}
-
-/** True for 127.0.0.0/8, ::1 and `localhost`: the addresses only this machine reaches. */
-export function isLoopback(host: string): boolean {
-  return host === 'localhost' || host === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
 }
 
 /**

@@ -10,7 +10,8 @@ import type { StoreClock } from '../../scheduler/store-clock.ts';
 import { hasRunLedger } from '../../strategies/lock/run-ledger.ts';
 import type { LockStore } from '../../strategies/lock/store.ts';
 import { describeStoreError } from '../commands/store-error.ts';
-import { formatMetricsAddress, isLoopback, type MetricsAddress } from './address.ts';
+import { isLoopbackHost } from '../listen-address.ts';
+import { formatMetricsAddress, type MetricsAddress } from './address.ts';
 import { JobMetrics } from './job-metrics.ts';
 import { type LastSuccessOptions, LastSuccessRefresher } from './last-success.ts';
 import { readinessOf } from './readiness.ts';
@@ -106,7 +107,7 @@ export async function startMetrics(options: StartMetricsOptions): Promise<Metric
   const url = `http://${formatMetricsAddress(address)}`;
   logger.info(
     { metrics: `${url}/metrics`, livez: `${url}/livez`, readyz: `${url}/readyz` },
-    isLoopback(address.host)
+    isLoopbackHost(address.host)
       ? `metrics: listening on ${url} (/metrics, /livez, /readyz)`
       : `metrics: listening on ${url} (/metrics, /livez, /readyz), reachable from other machines`,
   );
