@@ -62,15 +62,17 @@ export function formatTable(header: readonly string[], rows: readonly (readonly 
   return [line(header), ...rows.map(line)].join('\n');
 }
 
-const units = [
-  ['d', 86_400_000],
-  ['h', 3_600_000],
-  ['m', 60_000],
-  ['s', 1_000],
-] as const;
-
-/** `3h 2m`, `45s`, `2d 4h`: the largest unit and the next one when it is not zero; `0s` under a second. */
+/**
+ * `3h 2m`, `45s`, `2d 4h`: the largest unit and the next one when it is not zero; `0s` under a second.
+ * Self-contained, as {@link formatTimeIn} is: the dashboard's page script is given their source.
+ */
 export function formatSpan(ms: number): string {
+  const units = [
+    ['d', 86_400_000],
+    ['h', 3_600_000],
+    ['m', 60_000],
+    ['s', 1_000],
+  ] as const;
   let rest = Math.floor(Math.abs(ms) / 1_000) * 1_000;
   const counts = units.map(([unit, size]) => {
     const count = Math.floor(rest / size);
@@ -92,13 +94,15 @@ export function formatRelative(at: Date, now: number): string {
   return ms >= 0 ? `in ${formatSpan(ms)}` : `${formatSpan(ms)} ago`;
 }
 
-const zonedFormats = new Map<string, Intl.DateTimeFormat>();
-
 /**
  * `2026-12-01 02:00:00 UTC` (or `... GMT+1`, `... EST`): the wall-clock time in the IANA zone
  * `timeZone`, with the zone's short name so that it is never mistaken for this machine's time.
+ * Self-contained (its formats are cached on the function itself): the dashboard's page script is
+ * given its source, so the page shows times exactly as the commands do.
  */
 export function formatTimeIn(at: Date, timeZone: string): string {
+  const cached = formatTimeIn as unknown as { formats?: Map<string, Intl.DateTimeFormat> };
+  const zonedFormats = (cached.formats ??= new Map<string, Intl.DateTimeFormat>());
   let format = zonedFormats.get(timeZone);
   if (format === undefined) {
     format = new Intl.DateTimeFormat('en-US', {

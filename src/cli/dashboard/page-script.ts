@@ -1,15 +1,20 @@
 import type { InstanceEntry } from '../commands/instances.ts';
 import type { JobHistoryEntry } from '../commands/jobs-history.ts';
+import type { formatSpan, formatTimeIn } from '../output.ts';
 import type { DashboardJob, JobDetail, Overview, StoreView } from './api.ts';
 
 /**
  * The dashboard page's script. It runs in the browser, served as its own text (see `pageScript()`
- * in page.ts), so it must use nothing of this module but types: every helper is inside it. It polls the JSON API every `refreshMs` and redraws, keeping the focused control focused; the
+ * in page.ts), so it must use nothing of this module but types: every helper is inside it, or passed in
+ * (`format`: the terminal's time formatting, from src/cli/output.ts). It polls the JSON API every `refreshMs` and redraws, keeping the focused control focused; the
  * page reads `/` as the jobs table and `/jobs/<name>` (or `/job?name=<name>`) as that job's page. Times are shown as
  * `resil jobs list` shows them: in the job's timezone with the zone's name, and relative to the
  * store's clock.
  */
-export function dashboardPage(refreshMs: number): void {
+export function dashboardPage(
+  refreshMs: number,
+  format: { timeIn: typeof formatTimeIn; span: typeof formatSpan },
+): void {
   type Child = Node | string | null | undefined | false;
   type Props = Record<string, string | boolean | undefined>;
   type Action = 'trigger' | 'pause' | 'resume';
@@ -58,48 +63,9 @@ export function dashboardPage(refreshMs: number): void {
     return element;
   }
 
-  // Formatting: as src/cli/output.ts formats for the terminal (formatTimeIn, formatSpan, formatRelative).
-  const formats = new Map<string, Intl.DateTimeFormat>();
-  function timeIn(iso: string, timeZone: string): string {
-    let format = formats.get(timeZone);
-    if (format === undefined) {
-      format = new Intl.DateTimeFormat('en-US', {
-        timeZone,
-        hourCycle: 'h23',
-        year: 'numeric',
-        month: '2-digit',
-        day: '2-digit',
-        hour: '2-digit',
-        minute: '2-digit',
-        second: '2-digit',
-        timeZoneName: 'short',
-      });
-      formats.set(timeZone, format);
-    }
-    const parts: Record<string, string> = {};
-    for (const { type, value } of format.formatToParts(new Date(iso))) parts[type] = value;
-    return `${parts.year}-${parts.month}-${parts.day} ${parts.hour}:${parts.minute}:${parts.second} ${parts.timeZoneName}`;
-  }
-  function span(ms: number): string {
-    let rest = Math.floor(Math.abs(ms) / 1_000);
-    const counts: Array<[string, number]> = [];
-    for (const [unit, size] of [
-      ['d', 86_400],
-      ['h', 3_600],
-      ['m', 60],
-      ['s', 1],
-    ] as const) {
-      counts.push([unit, Math.floor(rest / size)]);
-      rest %= size;
-    }
-    const first = counts.findIndex(([, count]) => count > 0);
-    if (first === -1) return '0s';
-    return counts
-      .slice(first, first + 2)
-      .filter(([, count]) => count > 0)
-      .map(([unit, count]) => `${count}${unit}`)
-      .join(' ');
-  }
+  // Formatting: src/cli/output.ts's own functions, whose source pageScript() passes in.
+  const timeIn = (iso: string, timeZone: string) => format.timeIn(new Date(iso), timeZone);
+  const span = format.span;
   function relative(iso: string): string {
     const ms = Date.parse(iso) - (Date.now() + skewMs);
     return ms >= 0 ? `in ${span(ms)}` : `${span(ms)} ago`;

@@ -1,3 +1,4 @@
+import { formatSpan, formatTimeIn } from '../output.ts';
 import { dashboardPage } from './page-script.ts';
 
 /** How often the page asks the API again. */
@@ -45,15 +46,18 @@ export function pageHtml(options: { token?: string }): string {
 let script: string | undefined;
 
 /**
- * The page's script: {@link dashboardPage}'s own text, called with the refresh interval. When this
+ * The page's script: {@link dashboardPage}'s own text, called with the refresh interval and the
+ * source of output.ts's `formatTimeIn` and `formatSpan`. When this
  * module runs under a transform that keeps function names (tsx, esbuild's keepNames), that text
  * calls esbuild's `__name` helper, which the browser lacks: it gets a stand-in.
  */
 export function pageScript(): string {
   if (script === undefined) {
     const source = dashboardPage.toString();
-    const helper = source.includes('__name(') ? 'const __name = (target) => target;\n' : '';
-    script = `'use strict';\n${helper}(${source})(${refreshMs});\n`;
+    // The commands' own time formatting, as source: self-contained functions (see output.ts).
+    const format = `{ timeIn: ${formatTimeIn.toString()}, span: ${formatSpan.toString()} }`;
+    const helper = `${source}${format}`.includes('__name(') ? 'const __name = (target) => target;\n' : '';
+    script = `'use strict';\n${helper}(${source})(${refreshMs}, ${format});\n`;
   }
   return script;
 }
