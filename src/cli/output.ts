@@ -102,7 +102,8 @@ export function formatRelative(at: Date, now: number): string {
  */
 export function formatTimeIn(at: Date, timeZone: string): string {
   const cached = formatTimeIn as unknown as { formats?: Map<string, Intl.DateTimeFormat> };
-  const zonedFormats = (cached.formats ??= new Map<string, Intl.DateTimeFormat>());
+  cached.formats ??= new Map<string, Intl.DateTimeFormat>();
+  const zonedFormats = cached.formats;
   let format = zonedFormats.get(timeZone);
   if (format === undefined) {
     format = new Intl.DateTimeFormat('en-US', {
