@@ -13,7 +13,7 @@ interface AmbientSlot {
   readonly storage: AsyncLocalStorageLike<ResilienceContext> | undefined;
   // Without AsyncLocalStorage the ambient context is visible in the synchronous part of the
   // callback only: after its first `await`, pass the context explicitly.
-  current: ResilienceContext | undefined;
+  current?: ResilienceContext | undefined;
 }
 
 // One slot per process, on globalThis: a second copy of resil (a config bundled or compiled on
@@ -23,18 +23,13 @@ interface AmbientSlot {
 // import of a Node module, so bundlers targeting browsers see nothing to resolve. Marked pure so
 // that a bundle which never runs a pipeline drops the lookup.
 const slot = /* @__PURE__ */ (() => {
-  const global = globalThis as { [key: symbol]: AmbientSlot | undefined };
-  const key = Symbol.for('resil.ambientContext');
-  if (global[key]) return global[key];
-  const AsyncLocalStorage = (
-    globalThis as { process?: { getBuiltinModule?: BuiltinLoader } }
-  ).process?.getBuiltinModule?.('node:async_hooks')?.AsyncLocalStorage;
-  const created: AmbientSlot = {
-    storage: AsyncLocalStorage && new AsyncLocalStorage<ResilienceContext>(),
-    current: undefined,
+  const global = globalThis as { [key: symbol]: AmbientSlot | undefined } & {
+    process?: { getBuiltinModule?: BuiltinLoader };
   };
-  global[key] = created;
-  return created;
+  const AsyncLocalStorage = global.process?.getBuiltinModule?.('node:async_hooks')?.AsyncLocalStorage;
+  const key = Symbol.for('resil.ambientContext');
+  global[key] ??= { storage: AsyncLocalStorage && new AsyncLocalStorage<ResilienceContext>() };
+  return global[key];
 })();
 
 const storage = slot.storage;

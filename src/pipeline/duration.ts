@@ -5,7 +5,8 @@ export type DurationUnit = 'ms' | 's' | 'm' | 'h' | 'd';
 /** Milliseconds as a number, or a string such as `'250ms'`, `'30s'`, `'5m'`, `'1h'`, `'1d'`. */
 export type Duration = number | `${number}${DurationUnit}`;
 
-const unitMs: Record<DurationUnit, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+// Largest first, for formatDuration.
+const unitMs: Record<DurationUnit, number> = { d: 86_400_000, h: 3_600_000, m: 60_000, s: 1_000, ms: 1 };
 
 /**
  * Milliseconds of a {@link Duration}, or `NaN` when `value` is not a finite, non-negative
@@ -45,8 +46,9 @@ export function parseDuration(value: unknown, option: string, min = 0, max = Inf
 
 /** Renders milliseconds in the largest unit that divides them: `30s`, `250ms`, `1h`. */
 export function formatDuration(ms: number): string {
-  for (const unit of ['d', 'h', 'm', 's'] as const) {
-    if (ms >= unitMs[unit] && ms % unitMs[unit] === 0) return `${ms / unitMs[unit]}${unit}`;
+  for (const unit in unitMs) {
+    const size = unitMs[unit as DurationUnit];
+    if (ms >= size && ms % size === 0) return `${ms / size}${unit}`;
   }
   return `${ms}ms`;
 }

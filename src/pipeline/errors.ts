@@ -80,16 +80,18 @@ export function checkOption(option: string, value: unknown, valid: boolean, expe
   if (!valid) throw new InvalidOptionError(option, value, expected);
 }
 
+/** Checks that `value` is a function or absent, naming it `option`. */
+export function checkFunction(option: string, value: unknown): void {
+  checkOption(option, value, value === undefined || typeof value === 'function', 'a function');
+}
+
 /** Checks that each of `names` is a function or absent in `options`, naming it `${prefix}.${name}`. */
 export function checkCallbacks<O extends object>(
   options: O,
   prefix: string,
   names: readonly (keyof O & string)[],
 ): void {
-  for (const name of names) {
-    const value = options[name];
-    checkOption(`${prefix}.${name}`, value, value === undefined || typeof value === 'function', 'a function');
-  }
+  for (const name of names) checkFunction(`${prefix}.${name}`, options[name]);
 }
 
 /** A short, safe rendering of a user value for error messages. */

@@ -42,7 +42,7 @@ class OutcomeImpl<T, E> implements OutcomeMethods<T, E> {
   declare readonly value: T | undefined;
   declare readonly error: unknown;
 
-  constructor(ok: boolean, value: T | undefined, error: unknown) {
+  constructor(ok: boolean, value: T | undefined, error?: unknown) {
     this.ok = ok;
     this.value = value;
     this.error = error;
@@ -59,12 +59,9 @@ class OutcomeImpl<T, E> implements OutcomeMethods<T, E> {
 }
 
 export const Outcome = {
-  success<T, E = never>(value: T): Outcome<T, E> {
-    return new OutcomeImpl<T, E>(true, value, undefined) as Success<T, E>;
-  },
-  failure<T = never, E = never>(error: unknown): Outcome<T, E> {
-    return new OutcomeImpl<T, E>(false, undefined, error) as Failure<T, E>;
-  },
+  success: <T, E = never>(value: T): Outcome<T, E> => new OutcomeImpl<T, E>(true, value) as Success<T, E>,
+  failure: <T = never, E = never>(error: unknown): Outcome<T, E> =>
+    new OutcomeImpl<T, E>(false, undefined, error) as Failure<T, E>,
   /** Throws the error of a failure, returns the value of a success. */
   unwrap<T>(outcome: Outcome<T, unknown>): T {
     if (outcome.ok) return outcome.value;

@@ -1,4 +1,4 @@
-import { checkOption } from './errors.ts';
+import { checkFunction, checkOption } from './errors.ts';
 import { ResiliencePipeline } from './pipeline.ts';
 import type {
   PipelineExecutedEvent,
@@ -79,19 +79,9 @@ export class PipelineBuilder<E = never> {
         timeProviderMethods.every((method) => typeof timeProvider?.[method] === 'function'),
       `a TimeProvider (${timeProviderMethods.join(', ')})`,
     );
-    checkOption(
-      'telemetry',
-      telemetry,
-      telemetry === undefined || typeof telemetry === 'function',
-      'a function',
-    );
+    checkFunction('telemetry', telemetry);
     const onPipelineExecuted = telemetry?.onPipelineExecuted;
-    checkOption(
-      'telemetry.onPipelineExecuted',
-      onPipelineExecuted,
-      onPipelineExecuted === undefined || typeof onPipelineExecuted === 'function',
-      'a function',
-    );
+    checkFunction('telemetry.onPipelineExecuted', onPipelineExecuted);
     const time = timeProvider ?? systemTimeProvider;
     const strategies = this.#factories.map((factory) =>
       factory.create({

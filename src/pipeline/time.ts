@@ -20,7 +20,7 @@ export const maxTimerDelay = 2_147_483_647;
 
 /** The handle of a delay longer than one global timer can hold: waited out in steps. */
 class LongTimer {
-  current: unknown;
+  declare current: unknown;
 }
 
 function setLongTimeout(callback: () => void, ms: number, handle = new LongTimer()): LongTimer {
@@ -61,13 +61,9 @@ export function delay(
   ms: number,
   signal: AbortSignal = neverAbortedSignal,
 ): Promise<void> {
-  if (signal.aborted) return Promise.reject(signal.reason);
-  if (signal === neverAbortedSignal) {
-    return new Promise((resolve) => {
-      time.setTimeout(resolve, ms);
-    });
-  }
   return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason);
+    if (signal === neverAbortedSignal) return void time.setTimeout(resolve, ms);
     const onAbort = () => {
       time.clearTimeout(handle);
       reject(signal.reason);

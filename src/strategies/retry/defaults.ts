@@ -1,13 +1,23 @@
+// One constant per value, which the strategy reads: a bundle then inlines the numbers instead of
+// carrying the objects below.
+export const defaultMaxRetryAttempts = 3;
+export const defaultDelay = 2_000;
+export const defaultBackoffType = 'constant';
+export const defaultUseJitter = false;
+export const minRetryAttempts = 1;
+export const minRetryDelay = 0;
+export const maxRetryDelay = 86_400_000;
+
 /** Retry defaults, as in Polly v8 (`RetryConstants`). A test pins each of them. */
 export const retryDefaults = {
-  maxRetryAttempts: 3,
-  delay: 2_000,
-  backoffType: 'constant',
-  useJitter: false,
+  maxRetryAttempts: defaultMaxRetryAttempts,
+  delay: defaultDelay,
+  backoffType: defaultBackoffType,
+  useJitter: defaultUseJitter,
 } as const;
 
 /** Polly's bounds: at least one retry (Infinity for no limit); delays from zero to one day. */
 export const retryLimits = {
-  maxRetryAttempts: { min: 1, max: Infinity },
-  delay: { min: 0, max: 86_400_000 },
+  maxRetryAttempts: { min: minRetryAttempts, max: Infinity },
+  delay: { min: minRetryDelay, max: maxRetryDelay },
 } as const;

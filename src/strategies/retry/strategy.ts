@@ -13,7 +13,15 @@ import type {
 } from '../../pipeline/strategy.ts';
 import { delay as wait } from '../../pipeline/time.ts';
 import { type BackoffState, retryDelay } from './backoff.ts';
-import { retryDefaults, retryLimits } from './defaults.ts';
+import {
+  defaultBackoffType,
+  defaultDelay,
+  defaultMaxRetryAttempts,
+  defaultUseJitter,
+  maxRetryDelay,
+  minRetryAttempts,
+  minRetryDelay,
+} from './defaults.ts';
 import type { OnRetryArguments, RetryPredicateArguments, RetryStrategyOptions } from './options.ts';
 
 const backoffTypes: readonly unknown[] = ['constant', 'linear', 'exponential'];
@@ -40,27 +48,28 @@ export function retryStrategy(options: RetryStrategyOptions = {}): StrategyFacto
 
 function createRetry(options: RetryStrategyOptions, environment: StrategyEnvironment): ResilienceStrategy {
   checkOption('retry', options, typeof options === 'object' && options !== null, 'an options object');
-  const maxRetryAttempts = options.maxRetryAttempts ?? retryDefaults.maxRetryAttempts;
+  const maxRetryAttempts = options.maxRetryAttempts ?? defaultMaxRetryAttempts;
   checkOption(
     'retry.maxRetryAttempts',
     maxRetryAttempts,
     (Number.isSafeInteger(maxRetryAttempts) || maxRetryAttempts === Infinity) &&
-      maxRetryAttempts >= retryLimits.maxRetryAttempts.min,
+      maxRetryAttempts >= minRetryAttempts,
     'a whole number >= 1, or Infinity',
   );
-  const backoffType = options.backoffType ?? retryDefaults.backoffType;
+  const backoffType = options.backoffType ?? defaultBackoffType;
   checkOption(
     'retry.backoffType',
     backoffType,
     backoffTypes.includes(backoffType),
     "'constant', 'linear' or 'exponential'",
   );
-  const useJitter = options.useJitter ?? retryDefaults.useJitter;
+  const useJitter = options.useJitter ?? defaultUseJitter;
   checkOption('retry.useJitter', useJitter, typeof useJitter === 'boolean', 'true or false');
-  const { min, max } = retryLimits.delay;
-  const delay = parseDuration(options.delay ?? retryDefaults.delay, 'retry.delay', min, max);
+  const delay = parseDuration(options.delay ?? defaultDelay, 'retry.delay', minRetryDelay, maxRetryDelay);
   const maxDelay =
-    options.maxDelay === undefined ? undefined : parseDuration(options.maxDelay, 'retry.maxDelay', min, max);
+    options.maxDelay === undefined
+      ? undefined
+      : parseDuration(options.maxDelay, 'retry.maxDelay', minRetryDelay, maxRetryDelay);
   checkCallbacks(options, 'retry', ['shouldHandle', 'delayGenerator', 'onRetry', 'randomizer']);
   const { shouldHandle, delayGenerator, onRetry } = options;
   const random = options.randomizer ?? Math.random;
