@@ -98,11 +98,7 @@ export class ResiliencePipeline<E = never> {
     const signal = options?.signal;
     if (signal?.aborted) return Promise.resolve(Outcome.failure<T>(signal.reason));
     const outer = currentContext();
-    const context = new ResilienceContext(
-      { signal, operationKey: options?.operationKey, properties: options?.properties },
-      outer,
-      this.#entersAmbientContext || outer !== undefined,
-    );
+    const context = new ResilienceContext(options, outer, this.#entersAmbientContext || outer !== undefined);
     return this.#run(callback, context);
   }
 }

@@ -2,7 +2,7 @@ import type { BackoffType } from './options.ts';
 
 const jitterFactor = 0.5;
 // The largest delay a computation may yield; the system clock waits for it in steps.
-const maxComputedDelay = Number.MAX_SAFE_INTEGER;
+export const maxComputedDelay = Number.MAX_SAFE_INTEGER;
 
 /** Carries the decorrelated-jitter state from one attempt to the next within one execution. */
 export interface BackoffState {

@@ -12,7 +12,7 @@ import type {
   StrategyFactory,
 } from '../../pipeline/strategy.ts';
 import { delay as wait } from '../../pipeline/time.ts';
-import { type BackoffState, retryDelay } from './backoff.ts';
+import { type BackoffState, maxComputedDelay, retryDelay } from './backoff.ts';
 import {
   defaultBackoffType,
   defaultDelay,
@@ -103,7 +103,7 @@ function createRetry(options: RetryStrategyOptions, environment: StrategyEnviron
         if (delayGenerator) {
           // Like Polly, a missing or invalid generated delay keeps the computed one.
           const generated = durationMs(await delayGenerator(args));
-          if (generated <= Number.MAX_SAFE_INTEGER) retryDelayMs = generated;
+          if (generated <= maxComputedDelay) retryDelayMs = generated;
         }
         const onRetryArgs: OnRetryArguments = { ...args, retryDelay: retryDelayMs, duration };
         environment.report('OnRetry', context, onRetryArgs);

@@ -10,7 +10,7 @@ import type {
   StrategyFactory,
 } from '../../pipeline/strategy.ts';
 import { type Deadline, DeadlineQueue } from './deadline-queue.ts';
-import { timeoutDefaults, timeoutLimits } from './defaults.ts';
+import { defaultTimeout, maxTimeout, minTimeout } from './defaults.ts';
 import { TimeoutRejectedError } from './errors.ts';
 import type { OnTimeoutArguments, TimeoutStrategyOptions } from './options.ts';
 
@@ -64,12 +64,11 @@ function createTimeout(
 ): ResilienceStrategy {
   const resolved: TimeoutStrategyOptions =
     typeof options === 'object' && options !== null ? options : { timeout: options };
-  const { min, max } = timeoutLimits.timeout;
   const fixedTimeout = parseDuration(
-    resolved.timeout ?? timeoutDefaults.timeout,
+    resolved.timeout ?? defaultTimeout,
     'timeout.timeout',
-    min,
-    max,
+    minTimeout,
+    maxTimeout,
   );
   checkCallbacks(resolved, 'timeout', ['timeoutGenerator', 'onTimeout']);
   const { timeoutGenerator, onTimeout } = resolved;
