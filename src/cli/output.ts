@@ -101,6 +101,12 @@ export function formatRelative(at: Date, now: number): string {
  * given its source, so the page shows times exactly as the commands do.
  */
 export function formatTimeIn(at: Date, timeZone: string): string {
+  // UTC without Intl (its first use loads the timezone data, ~18 ms of a command's start); Intl
+  // names every one of these four "UTC" too.
+  if (timeZone === 'UTC' || timeZone === 'Etc/UTC' || timeZone === 'GMT' || timeZone === 'Etc/GMT') {
+    const iso = at.toISOString();
+    return `${iso.slice(0, 10)} ${iso.slice(11, 19)} UTC`;
+  }
   const cached = formatTimeIn as unknown as { formats?: Map<string, Intl.DateTimeFormat> };
   cached.formats ??= new Map<string, Intl.DateTimeFormat>();
   const zonedFormats = cached.formats;

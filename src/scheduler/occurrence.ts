@@ -1,5 +1,6 @@
 import { Cron } from 'croner';
 import type { ResolvedJob } from './job.ts';
+import { cronZoneOptions } from './timezone.ts';
 
 /**
  * One scheduled run of a job: the job's name and the instant its schedule named. Every instance
@@ -63,7 +64,7 @@ function parsedPattern(schedule: string, timezone: string | undefined): Cron {
   if (cron !== undefined) {
     parsedPatterns.delete(key);
   } else {
-    cron = new Cron(schedule, { timezone, paused: true });
+    cron = new Cron(schedule, { ...cronZoneOptions(timezone), paused: true });
     if (parsedPatterns.size >= parsedPatternsLimit) {
       parsedPatterns.delete(parsedPatterns.keys().next().value!);
     }

@@ -22,6 +22,7 @@ import type {
   SchedulerTelemetry,
 } from './job.ts';
 import { configDefaults } from './job-defaults.ts';
+import { cronZoneOptions, isValidTimezone } from './timezone.ts';
 
 /**
  * `names`, checked against the type: a key of `T` missing from the list, or a name `T` lacks, is a
@@ -115,16 +116,6 @@ function duration(
     if (!isInvalidOptionError(error)) throw error;
     report({ option, value, message: `expected ${error.expected}, ${got(value)}` });
     return undefined;
-  }
-}
-
-/** True for an IANA zone name this runtime knows (`Intl` throws a RangeError otherwise). */
-function isValidTimezone(timezone: string): boolean {
-  try {
-    new Intl.DateTimeFormat('en-US', { timeZone: timezone });
-    return true;
-  } catch {
-    return false;
   }
 }
 
@@ -341,7 +332,7 @@ function resolveJob(
     });
   } else if (job.timezone === undefined || zone !== undefined) {
     try {
-      new Cron(job.schedule, { timezone: zone, paused: true }).stop();
+      new Cron(job.schedule, { ...cronZoneOptions(zone), paused: true }).stop();
     } catch (error) {
       problem({
         option: 'schedule',
