@@ -114,11 +114,12 @@ let identity: string | undefined;
 /** What the bundle depends on besides its inputs: how it was built, and for which Node. */
 function bundlerIdentity(): string {
   if (identity !== undefined) return identity;
-  const bundler = fileURLToPath(
-    new URL(`./bundle${extname(fileURLToPath(import.meta.url))}`, import.meta.url),
-  );
+  // The file this code is in (in dist/, a chunk that holds the bundler too) and, running from
+  // the sources, the bundler's own file beside it.
+  const own = fileURLToPath(import.meta.url);
+  const bundler = join(dirname(own), `bundle${extname(own)}`);
   const esbuild = createRequire(import.meta.url)('esbuild/package.json') as { version: string };
-  identity = `${cacheFormat}\0${hashOf(bundler)}\0${esbuild.version}\0${process.version}`;
+  identity = [cacheFormat, hashOf(own), hashOf(bundler), esbuild.version, process.version].join('\0');
   return identity;
 }
 

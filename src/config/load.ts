@@ -54,7 +54,12 @@ async function findAndResolve(options: LoadConfigOptions): Promise<ResolvedConfi
   const validation = import('../scheduler/resolve.ts');
   validation.catch(() => {}); // awaited below; no unhandled rejection when the search fails first
   const { cosmiconfig } = await import('cosmiconfig');
-  const moduleLoader = (filepath: string) => loadModule(filepath);
+  const moduleLoader = async (filepath: string) => {
+    // Validation's modules first: loading a TypeScript config turns source maps on, and Node
+    // then reads the source map of every module loaded after it.
+    await validation.catch(() => {});
+    return loadModule(filepath);
+  };
   const explorer = cosmiconfig('resil', {
     searchPlaces: [...configSearchPlaces],
     searchStrategy: 'project',

@@ -9,6 +9,7 @@ import {
   mkdirSync,
   mkdtempSync,
   readdirSync,
+  readFileSync,
   rmSync,
   statSync,
   symlinkSync,
@@ -20,6 +21,22 @@ import { fileURLToPath } from 'node:url';
 
 export const repoRoot = resolve(fileURLToPath(new URL('../..', import.meta.url)));
 export const binary = join(repoRoot, 'bin/resil.js');
+
+/**
+ * The built files (`dist/...js`, relative to the repository) that hold code of the sources under
+ * `sourceDirectory` (`src/cli/metrics/`), read from their source maps: dist/ is bundled, so a
+ * source file has no output file of its own.
+ */
+export function distFilesWithSources(sourceDirectory: string): string[] {
+  const dist = join(repoRoot, 'dist');
+  return (readdirSync(dist, { recursive: true }) as string[])
+    .filter((file) => file.endsWith('.js.map'))
+    .filter((file) => {
+      const { sources } = JSON.parse(readFileSync(join(dist, file), 'utf8')) as { sources: string[] };
+      return sources.some((source) => source.includes(sourceDirectory));
+    })
+    .map((file) => `dist/${file.slice(0, -'.map'.length)}`);
+}
 
 const nobody = ['setpriv', '--reuid=nobody', '--regid=nogroup', '--clear-groups'];
 

@@ -19,7 +19,7 @@ let built = false;
 /** Builds dist/ once per test file when it is missing or older than the sources it needs. */
 export function ensureBuilt(): void {
   if (built) return;
-  const outputs = ['dist/cli/main.js', 'dist/scheduler/runner.js', 'dist/stores/redis/index.js'].map((file) =>
+  const outputs = ['dist/cli/main.js', 'dist/scheduler/index.js', 'dist/stores/redis/index.js'].map((file) =>
     join(repoRoot, file),
   );
   const sources = [

@@ -14,7 +14,12 @@ describe('dist source maps', () => {
     const maps = (readdirSync(join(repoRoot, 'dist'), { recursive: true }) as string[]).filter((file) =>
       file.endsWith('.js.map'),
     );
-    expect(maps.length).toBeGreaterThan(50);
+    const scripts = (readdirSync(join(repoRoot, 'dist'), { recursive: true }) as string[]).filter((file) =>
+      file.endsWith('.js'),
+    );
+    // Every entry point and shared chunk has its map.
+    expect(maps.sort()).toEqual(scripts.map((file) => `${file}.map`).sort());
+    expect(maps.length).toBeGreaterThan(7);
     const without = maps.filter((file) => {
       const map = JSON.parse(readFileSync(join(repoRoot, 'dist', file), 'utf8')) as {
         sources: string[];
