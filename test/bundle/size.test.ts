@@ -9,17 +9,19 @@ import {
 } from '../../scripts/bundle-size.ts';
 
 /**
- * Gzipped budgets, in bytes. Each sits a little above the size measured when it was set (2.95,
- * 3.97 and 10.95 kB; the execution telemetry, `onPipelineExecuted`, is about 95 bytes of each),
- * so a change that grows a bundle noticeably fails here and has to raise the budget on purpose.
- * The aim for PipelineBuilder + retry is 2 kB (cockatiel's retry: 1.59 kB measured the same way);
- * most of what remains is option validation with its messages, the duration parser, the ambient
- * context and Polly's backoff formulas.
+ * Gzipped budgets, in bytes. Each sits a little above the size measured when it was set (2,908,
+ * 3,917 and 11,377 bytes: 2.84, 3.83 and 11.11 kB; the execution telemetry, `onPipelineExecuted`,
+ * is about 85 bytes of each), so a change that grows a bundle noticeably fails here and has to
+ * raise the budget on purpose. The aim for PipelineBuilder + retry is 2 kB (cockatiel's retry:
+ * 1.59 kB measured the same way). Every part of that bundle is reachable from the public API; about
+ * a quarter of it is option validation with its messages (the duration parser's included), the
+ * rest the pipeline, context, outcome, clock, ambient context and Polly's retry with its backoff
+ * formulas. Without any validation at all it would still be about 2.2 kB.
  */
 const budgets = {
-  retry: 3_075,
-  retryTimeout: 4_125,
-  full: 11_800,
+  retry: 2_950,
+  retryTimeout: 3_975,
+  full: 11_450,
 } satisfies Record<keyof typeof resilEntries, number>;
 
 const lockOrStore = /\/strategies\/lock\/|\/stores\//;
