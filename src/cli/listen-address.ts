@@ -2,7 +2,14 @@
  * What the CLI's servers (`resil run --metrics`, `resil dashboard`) know of the addresses they
  * listen on: which names are host names, and which only this machine reaches.
  */
-import { isIP } from 'node:net';
+
+/**
+ * `net.isIP()`: 4, 6, or 0 for no IP address. node:net is loaded on first use only; loading it
+ * costs every command about 5 ms of its start, and only the servers' options need it.
+ */
+export function ipVersion(address: string): number {
+  return (process.getBuiltinModule('node:net') as typeof import('node:net')).isIP(address);
+}
 
 const hostNamePattern =
   /^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/i;
@@ -20,10 +27,10 @@ export function isLoopbackHost(host: string): boolean {
   const bare = host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
   const lower = bare.toLowerCase();
   if (lower === 'localhost' || lower.endsWith('.localhost')) return true;
-  if (isIP(lower) === 4) return lower.startsWith('127.');
+  if (ipVersion(lower) === 4) return lower.startsWith('127.');
   // The URL parser writes an IPv6 address one way (0:0:0:0:0:0:0:1 is [::1], ::ffff:127.0.0.1 is
   // [::ffff:7f00:1]); it refuses a zone (fe80::1%eth0), which is no loopback address anyway.
-  if (isIP(lower) === 6 && URL.canParse(`http://[${lower}]/`)) {
+  if (ipVersion(lower) === 6 && URL.canParse(`http://[${lower}]/`)) {
     const canonical = new URL(`http://[${lower}]/`).hostname;
     return canonical === '[::1]' || /^\[::ffff:7f[0-9a-f]{2}:/.test(canonical);
   }

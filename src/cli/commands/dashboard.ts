@@ -1,7 +1,6 @@
-import { isIP } from 'node:net';
 import { type Command, InvalidArgumentError } from 'commander';
 import type { AllowedHost } from '../dashboard/request-guard.ts';
-import { isHostName } from '../listen-address.ts';
+import { ipVersion, isHostName } from '../listen-address.ts';
 import type { CommandHelpers } from '../program.ts';
 
 /** `--port`: a whole number from 0 (any free port) to 65535. */
@@ -16,10 +15,10 @@ function parsePort(value: string): number {
 /** `--host`: an IPv4 or IPv6 address (brackets optional) or a host name; no scheme, no port. */
 function parseHost(value: string): string {
   const bare = value.startsWith('[') && value.endsWith(']') ? value.slice(1, -1) : value;
-  if (isIP(bare) !== 0 || (bare === value && isHostName(value))) return bare;
+  if (ipVersion(bare) !== 0 || (bare === value && isHostName(value))) return bare;
   const hint = /^[a-z]+:\/\//i.test(value)
     ? ' (no scheme: --host 127.0.0.1)'
-    : /:\d+$/.test(value) && isIP(value) === 0
+    : /:\d+$/.test(value) && ipVersion(value) === 0
       ? ' (give the port with --port)'
       : '';
   throw new InvalidArgumentError(`Expected an IP address or a host name${hint}.`);
@@ -35,11 +34,11 @@ function parseAllowedHost(value: string, previous: readonly AllowedHost[] = []):
   const port = match?.[2] === undefined ? undefined : Number(match[2]);
   const validName =
     name !== undefined &&
-    (name.startsWith('[') ? isIP(name.slice(1, -1)) === 6 : isIP(name) === 4 || isHostName(name));
+    (name.startsWith('[') ? ipVersion(name.slice(1, -1)) === 6 : ipVersion(name) === 4 || isHostName(name));
   if (validName && (port === undefined || (port >= 1 && port <= 65_535))) {
     return [...previous, port === undefined ? { name } : { name, port }];
   }
-  if (isIP(value) === 6) return [...previous, { name: `[${value.toLowerCase()}]` }];
+  if (ipVersion(value) === 6) return [...previous, { name: `[${value.toLowerCase()}]` }];
   const hint = /^[a-z]+:\/\//i.test(value)
     ? ' (no scheme: --allowed-host dashboard.example.com)'
     : value.includes('*')
