@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { createRequire, isBuiltin } from 'node:module';
 import { dirname, extname, isAbsolute, resolve, sep } from 'node:path';
@@ -8,6 +9,7 @@ import {
   type FileVersion,
   lookUpPackage,
   type PackageLookup,
+  packageJsonOf,
   packageNameOf,
   sha256,
   statOf,
@@ -67,6 +69,26 @@ function isPathSpecifier(specifier: string): boolean {
 
 function isInNodeModules(file: string): boolean {
   return file.includes(`${sep}node_modules${sep}`);
+}
+
+/**
+ * The file Node loads for `specifier` when it names the importer's own package (a self-reference,
+ * through that package's `exports`), or undefined for any other import, or one Node cannot load.
+ * Resolved as Node does even where a tsconfig `paths` alias maps the name to the package's
+ * sources: the command and the config then share one copy of the package (in resil's own
+ * repository, resil from dist/, as the command itself is).
+ */
+function selfReference(specifier: string, name: string, importer: string): string | undefined {
+  const manifestPath = packageJsonOf(importer);
+  if (manifestPath === null) return undefined;
+  try {
+    const manifest = JSON.parse(readFileSync(manifestPath, 'utf8')) as { name?: unknown; exports?: unknown };
+    if (manifest.name !== name || manifest.exports === undefined) return undefined;
+    const file = createRequire(importer).resolve(specifier);
+    return /\.[mc]?js$/.test(file) ? file : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** A Node-style "not found", named after the module that imports it. */
@@ -144,6 +166,11 @@ export async function bundleModule(file: string): Promise<BundleResult> {
         if (isBuiltin(args.path)) return { path: args.path, external: true };
         // Taken before esbuild resolves the import, so that a change after it shows at the next start.
         const name = packageNameOf(args.path);
+        const own = name === null ? undefined : selfReference(args.path, name, args.importer);
+        if (own !== undefined) {
+          externals.add(own);
+          return { path: pathToFileURL(own).href, external: true };
+        }
         const key = `${args.resolveDir}\0${name}`;
         const lookup =
           name === null ? undefined : (packages.get(key) ?? lookUpPackage(name, args.resolveDir));

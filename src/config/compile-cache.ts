@@ -167,6 +167,11 @@ function nearest(names: readonly string[], directory: string): string | null {
   return found;
 }
 
+/** The package.json that governs `file` (its nearest, from its directory up), or null. */
+export function packageJsonOf(file: string): string | null {
+  return nearest(['package.json'], dirname(file));
+}
+
 const configNames = ['tsconfig.json', 'jsconfig.json'];
 const extendedByConfig = new Map<string, readonly string[]>();
 
@@ -183,9 +188,7 @@ function settingsOf(file: string): string[] {
     extended = extendedByConfig.get(config) ?? extendedConfigs(config);
     extendedByConfig.set(config, extended);
   }
-  return [nearest(['package.json'], directory), config, ...extended].filter(
-    (found): found is string => found !== null,
-  );
+  return [packageJsonOf(file), config, ...extended].filter((found): found is string => found !== null);
 }
 
 /** The package a bare specifier names (`@scope/name/sub` -> `@scope/name`), or null for any other. */

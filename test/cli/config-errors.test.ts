@@ -437,6 +437,23 @@ export default defineConfig({
     expect(result.stderr).not.toContain('through tsx');
   });
 
+  it("imports the config's own package by its name as Node does, even where a tsconfig alias names its sources", async () => {
+    const files = {
+      'resil.config.ts': tsConfig('[{ ...own, name: where }]', {
+        imports: "import { where } from 'selfish';\nimport own from './jobs/own.ts';",
+      }),
+      'jobs/own.ts': `export default ${job("'own'")};\n`,
+      'src/index.ts': "export const where: string = 'from-src';\n",
+      'dist/index.js': "export const where = 'from-dist';\n",
+      'tsconfig.json': JSON.stringify({ compilerOptions: { paths: { selfish: ['./src/index.ts'] } } }),
+    };
+    const withExports = project(files, { name: 'selfish', type: 'module', exports: './dist/index.js' });
+    expect(names(await listJson(withExports))).toEqual(['from-dist']);
+    // Without `exports` Node has no self-reference: the alias is what resolves the name.
+    const withoutExports = project(files, { name: 'selfish', type: 'module' });
+    expect(names(await listJson(withoutExports))).toEqual(['from-src']);
+  });
+
   it('a config in a read-only directory, run as another user when possible', async () => {
     const created = project({
       'resil.config.ts': tsConfig('[ro]', { imports: "import ro from './jobs/ro.ts';" }),
