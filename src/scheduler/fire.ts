@@ -5,10 +5,11 @@ import { PipelineBuilder } from '../pipeline/pipeline-builder.ts';
 import { ResilienceProperties, ResiliencePropertyKey } from '../pipeline/properties.ts';
 import type { TelemetryEvent, TelemetryListener } from '../pipeline/strategy.ts';
 import type { TimeProvider } from '../pipeline/time.ts';
-import { delay } from '../pipeline/time.ts';
+import { delay, neverAbortedSignal } from '../pipeline/time.ts';
 import { lockTiming } from '../strategies/lock/defaults.ts';
 import { isLockNotAcquiredError, isStaleTokenError } from '../strategies/lock/errors.ts';
 import { randomOwnerId } from '../strategies/lock/owner-id.ts';
+import { ReleaseWakeUp } from '../strategies/lock/release-wake-up.ts';
 import type { ClaimResult, RunLedger } from '../strategies/lock/run-ledger.ts';
 import type { LockStore } from '../strategies/lock/store.ts';
 import { lockStrategy } from '../strategies/lock/strategy.ts';
@@ -200,83 +201,103 @@ export class JobFirer {
     /** This fire saw its occurrence running on another instance. */
     let sawRunning = false;
     const stopping = options.stopping ?? signal;
-    for (;;) {
-      // Under a millisecond a timer would wait a whole one: ask now, the store never grants early.
-      if (waitMs >= 1) {
+    // While the key is held (or the occurrence is queued behind a running one), a release of the
+    // key wakes this fire for a claim at once; the polls stay the floor.
+    let wakeUp: ReleaseWakeUp | undefined;
+    try {
+      for (;;) {
+        let woken = false;
+        // Under a millisecond a timer would wait a whole one: ask now, the store never grants early.
+        if (waitMs >= 1) {
+          try {
+            if (wakeUp === undefined) await delay(time, waitMs, stopping);
+            else await wakeUp.sleep(time, waitMs, stopping ?? neverAbortedSignal);
+          } catch {
+            return { outcome: 'skipped', reason: 'shutdown' };
+          }
+          woken = wakeUp?.consume() ?? false;
+        }
+        if (signal?.aborted || stopping?.aborted) return { outcome: 'skipped', reason: 'shutdown' };
+        let claim: ClaimResult;
+        // Before the request: the holder never believes in its lease longer than the store does.
+        const requestedAt = time.monotonic();
         try {
-          await delay(time, waitMs, stopping);
-        } catch {
+          claim = await ledger.claimOccurrence({
+            job: this.job.name,
+            key: lock.key,
+            scheduledAt: state.scheduledAt,
+            owner: `${instance}/${randomOwnerId()}`,
+            instance,
+            ttlMs: lock.ttlMs,
+            overlap: this.job.overlap,
+            startingDeadlineMs:
+              state.kind === 'catch-up' ? (this.job.catchUpMs ?? 0) : this.job.startingDeadlineMs,
+            manual,
+            retentionMs: this.#environment.ledgerRetentionMs,
+          });
+        } catch (error) {
+          return { outcome: 'skipped', reason: 'store-unavailable', error };
+        }
+        if (claim.status === 'skipped') return { outcome: 'skipped', reason: claim.reason };
+        if (claim.status === 'wait') {
+          // Ask again by the time the blocking lease would expire (a takeover is due then), and
+          // before that with a backoff: the holder may finish early (a watcher then sees
+          // `already-done`), or a queued occurrence's turn may come.
+          let untilRetry = this.#untilStoreTime(claim.retryAt, claim.runningElsewhere);
+          if (untilRetry <= 0) {
+            // Past by this instance's estimate of the store's clock: the estimate is off (a failed
+            // sync, a clock step). Learn it again; if that fails, back off rather than spin.
+            await clock.sync().catch(() => {});
+            untilRetry = this.#untilStoreTime(claim.retryAt, claim.runningElsewhere);
+          }
+          // Not due yet: nothing changes before its instant. Otherwise the holder may finish early.
+          const notDue = !claim.runningElsewhere && claim.retryAt === state.scheduledAt;
+          waitMs = untilRetry <= 0 ? pollDelay : notDue ? untilRetry : Math.min(pollDelay, untilRetry);
+          // A claim on a notification is an extra one: the poll cadence goes on where it was.
+          if (!woken) {
+            pollDelay = Math.min(
+              pollDelay * 2,
+              claim.runningElsewhere ? maxWatchDelay : lockTiming.pollMaxDelay,
+            );
+          }
+          sawRunning ||= claim.runningElsewhere;
+          if (!notDue) wakeUp ??= new ReleaseWakeUp(this.#environment.store, lock.key);
+          continue;
+        }
+        const { lease } = claim;
+        // Granted: no more waiting on the key while the occurrence runs.
+        wakeUp?.close();
+        wakeUp = undefined;
+        if (signal?.aborted || stopping?.aborted) {
+          // Granted while the runner began to stop: give the lease back (it expires at once, and
+          // another instance takes the occurrence over) rather than hold it for a ttl.
+          await ledger.renewOccurrence(lease, 1).catch(() => {});
           return { outcome: 'skipped', reason: 'shutdown' };
         }
-      }
-      if (signal?.aborted || stopping?.aborted) return { outcome: 'skipped', reason: 'shutdown' };
-      let claim: ClaimResult;
-      // Before the request: the holder never believes in its lease longer than the store does.
-      const requestedAt = time.monotonic();
-      try {
-        claim = await ledger.claimOccurrence({
-          job: this.job.name,
-          key: lock.key,
-          scheduledAt: state.scheduledAt,
-          owner: `${instance}/${randomOwnerId()}`,
-          instance,
-          ttlMs: lock.ttlMs,
-          overlap: this.job.overlap,
-          startingDeadlineMs:
-            state.kind === 'catch-up' ? (this.job.catchUpMs ?? 0) : this.job.startingDeadlineMs,
-          manual,
-          retentionMs: this.#environment.ledgerRetentionMs,
-        });
-      } catch (error) {
-        return { outcome: 'skipped', reason: 'store-unavailable', error };
-      }
-      if (claim.status === 'skipped') return { outcome: 'skipped', reason: claim.reason };
-      if (claim.status === 'wait') {
-        // Ask again by the time the blocking lease would expire (a takeover is due then), and
-        // before that with a backoff: the holder may finish early (a watcher then sees
-        // `already-done`), or a queued occurrence's turn may come.
-        let untilRetry = this.#untilStoreTime(claim.retryAt, claim.runningElsewhere);
-        if (untilRetry <= 0) {
-          // Past by this instance's estimate of the store's clock: the estimate is off (a failed
-          // sync, a clock step). Learn it again; if that fails, back off rather than spin.
-          await clock.sync().catch(() => {});
-          untilRetry = this.#untilStoreTime(claim.retryAt, claim.runningElsewhere);
+        if (lease.scheduledAt === state.scheduledAt && sawRunning && !claim.takeover) {
+          // A running occurrence only ever ends or is taken over: granted afresh, the store lost its
+          // record (a Redis restart without persistence). It may well have completed: do not run it.
+          await ledger
+            .finishOccurrence(lease, { outcome: 'failure', error: storeResetMessage })
+            .catch(() => {});
+          return { outcome: 'skipped', reason: 'store-reset' };
         }
-        // Not due yet: nothing changes before its instant. Otherwise the holder may finish early.
-        const notDue = !claim.runningElsewhere && claim.retryAt === state.scheduledAt;
-        waitMs = untilRetry <= 0 ? pollDelay : notDue ? untilRetry : Math.min(pollDelay, untilRetry);
-        pollDelay = Math.min(pollDelay * 2, claim.runningElsewhere ? maxWatchDelay : lockTiming.pollMaxDelay);
-        sawRunning ||= claim.runningElsewhere;
-        continue;
+        if (lease.scheduledAt === state.scheduledAt) {
+          state.takeover = claim.takeover;
+          return this.#run(state, signal, { lease, requestedAt });
+        }
+        // An older occurrence goes first: run it as this fire's own business, then ask again.
+        // It is a scheduled occurrence of the job's, whatever brought this fire about.
+        const handed = this.#state(lease.scheduledAt, { ...options, kind: 'scheduled' });
+        handed.takeover = claim.takeover;
+        const firedMono = time.monotonic();
+        const result = await this.#run(handed, signal, { lease, requestedAt });
+        this.#report(handed, result, time.monotonic() - firedMono);
+        pollDelay = lockTiming.pollInitialDelay;
+        waitMs = 0;
       }
-      const { lease } = claim;
-      if (signal?.aborted || stopping?.aborted) {
-        // Granted while the runner began to stop: give the lease back (it expires at once, and
-        // another instance takes the occurrence over) rather than hold it for a ttl.
-        await ledger.renewOccurrence(lease, 1).catch(() => {});
-        return { outcome: 'skipped', reason: 'shutdown' };
-      }
-      if (lease.scheduledAt === state.scheduledAt && sawRunning && !claim.takeover) {
-        // A running occurrence only ever ends or is taken over: granted afresh, the store lost its
-        // record (a Redis restart without persistence). It may well have completed: do not run it.
-        await ledger
-          .finishOccurrence(lease, { outcome: 'failure', error: storeResetMessage })
-          .catch(() => {});
-        return { outcome: 'skipped', reason: 'store-reset' };
-      }
-      if (lease.scheduledAt === state.scheduledAt) {
-        state.takeover = claim.takeover;
-        return this.#run(state, signal, { lease, requestedAt });
-      }
-      // An older occurrence goes first: run it as this fire's own business, then ask again.
-      // It is a scheduled occurrence of the job's, whatever brought this fire about.
-      const handed = this.#state(lease.scheduledAt, { ...options, kind: 'scheduled' });
-      handed.takeover = claim.takeover;
-      const firedMono = time.monotonic();
-      const result = await this.#run(handed, signal, { lease, requestedAt });
-      this.#report(handed, result, time.monotonic() - firedMono);
-      pollDelay = lockTiming.pollInitialDelay;
-      waitMs = 0;
+    } finally {
+      wakeUp?.close();
     }
   }
 

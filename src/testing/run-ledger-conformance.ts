@@ -11,6 +11,7 @@ import type { LockStore } from '../strategies/lock/store.ts';
 import {
   type ConformanceFactory,
   type ConformanceTestFunctions,
+  skipTest,
   sleep,
   testFunctionsOf,
   uniqueNamespace,
@@ -259,6 +260,47 @@ export function describeRunLedgerConformance(
       expect(await record(first)).toMatchObject({ outcome: 'failure' });
       expect((await record(first))!.error).toMatch(/cancel/);
       expect(await ledger.renewOccurrence(next, 10 * second)).toBe(true);
+    });
+
+    it("wakes the key's onRelease listeners when a finish (or a cancelled holder's renewal) frees the lease", async (context) => {
+      const first = await setUp();
+      if (!first.ledger.onRelease) return skipTest(context, 'the store has no onRelease()');
+      /** Subscribes to the key of `setup`; `called(n)` waits up to 5 s for the n-th call after the first. */
+      const listen = async ({ ledger, key }: Awaited<ReturnType<typeof setUp>>) => {
+        let calls = 0;
+        const unsubscribe = ledger.onRelease!(key, () => {
+          calls++;
+        });
+        const called = async (count: number, what: string) => {
+          for (const startedAt = Date.now(); calls < count + 1; await sleep(5)) {
+            if (Date.now() - startedAt > 5 * second) {
+              throw new Error(`onRelease("${key}"): no call on ${what} within 5 s`);
+            }
+          }
+        };
+        await called(0, 'subscribing'); // the first call says the subscription is in place
+        return { called, unsubscribe };
+      };
+      const at = past(5 * second);
+      const finished = await listen(first);
+      try {
+        const running = await first.granted(at, { overlap: 'buffer-one' });
+        expect(await first.claim(at + second, { overlap: 'buffer-one' })).toMatchObject({ status: 'wait' });
+        await first.ledger.finishOccurrence(running, { outcome: 'success' });
+        await finished.called(1, 'finishOccurrence');
+      } finally {
+        finished.unsubscribe();
+      }
+      const other = await setUp();
+      const renewed = await listen(other);
+      try {
+        const cancelled = await other.granted(at, { overlap: 'cancel-other' });
+        expect(await other.claim(at + second, { overlap: 'cancel-other' })).toMatchObject({ status: 'wait' });
+        expect(await other.ledger.renewOccurrence(cancelled, 10 * second)).toBe(false);
+        await renewed.called(1, "a cancelled holder's renewal");
+      } finally {
+        renewed.unsubscribe();
+      }
     });
 
     it('allow-all: occurrences run concurrently, each under its own lease and token', async () => {

@@ -322,6 +322,38 @@ describe('JobFirer', () => {
     ]);
   });
 
+  it("a fire queued behind a running occurrence starts when the holder finishes, woken by the store's release", async () => {
+    /** When (fake time) instance b's queued occurrence starts, with or without wake-ups. */
+    const queuedStart = async (wakeUps: boolean) => {
+      const starts = new Map<number, number>();
+      const { time, store, job } = setup(() =>
+        resolvedJob({
+          overlap: 'buffer-one',
+          run: async (ctx) => {
+            starts.set(ctx.scheduledAt.getTime(), time.now());
+            await new Promise<void>((resolve) => time.setTimeout(resolve, 10_000));
+          },
+        }),
+      );
+      if (wakeUps) store.onRelease = (key, listener) => store.inner.onRelease(key, listener);
+      const a = await instance(store, job, { name: 'a' });
+      const b = await instance(store, job, { name: 'b' });
+      const first = a.firer.fire(start);
+      await time.advance(1_000);
+      const queued = b.firer.fire(start + 1_000);
+      await time.advance(30_000);
+      expect(await Promise.all([first, queued])).toMatchObject([
+        { outcome: 'success' },
+        { outcome: 'success' },
+      ]);
+      return starts.get(start + 1_000)! - start;
+    };
+    // The holder finishes 10 s in: woken, the queued fire claims at that instant.
+    expect(await queuedStart(true)).toBe(10_000);
+    // Polling alone it starts at its next poll, later.
+    expect(await queuedStart(false)).toBeGreaterThan(10_000);
+  });
+
   it('cancel-other: a new fire aborts the running occurrence at its next renewal, then runs', async () => {
     const { time, store, probe, job } = setup(
       (probe) =>

@@ -157,6 +157,8 @@ export class ControlledStore implements LockStore, RunLedger {
   clockNow(): number {
     return this.time.now() + this.skewMs;
   }
+  /** Release wake-ups (`LockStore.onRelease`), only where a test turns them on: `store.onRelease = ...`. */
+  onRelease?: (key: string, listener: () => void) => () => void;
   /** How many claims reached the store (a fire must never spin on them). */
   claimCalls = 0;
   async claimOccurrence(request: ClaimRequest): Promise<ClaimResult> {

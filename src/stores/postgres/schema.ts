@@ -371,7 +371,10 @@ END
 ) LANGUAGE plpgsql AS ${dollarQuote(body)}`;
 }
 
-/** Frees the holder's lease, as MemoryLockStore's #releaseOccurrence (needs v_entry, v_now, v_at). */
+/**
+ * Frees the holder's lease, as MemoryLockStore's #releaseOccurrence (needs v_entry, v_now, v_at),
+ * and wakes the key's waiters as a release does (NOTIFY when someone waits, see the store's release).
+ */
 function releaseOccurrence(t: PostgresTables, indent: string): string {
   return `UPDATE ${t.occurrences} SET expires_at = v_now
 WHERE key = p_key AND job = p_job AND scheduled_at = v_at;
@@ -381,6 +384,10 @@ IF p_overlap <> 'allow-all' THEN
     current_job = CASE WHEN current_job = p_job AND current_at = v_at THEN NULL ELSE current_job END,
     current_at = CASE WHEN current_job = p_job AND current_at = v_at THEN NULL ELSE current_at END
   WHERE key = p_key AND owner = p_owner;
+  IF FOUND AND octet_length(p_key) < 8000
+    AND NOT pg_try_advisory_xact_lock(${t.waiterLockClass}, hashtext(p_key)) THEN
+    PERFORM pg_notify(${literal(t.releaseChannel)}, p_key);
+  END IF;
 END IF;`
     .split('\n')
     .map((line) => `${indent}${line}`)

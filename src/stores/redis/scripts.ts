@@ -179,6 +179,9 @@ local function trim(retention, limit)
 end
 
 -- Frees the occurrence's lease when it is the caller's (the memory store's #releaseOccurrence).
+-- The channel a release of the key publishes on (set by the scripts that release), as release's.
+local releasedChannel = nil
+
 local function releaseOccurrence(when, record)
   if record.owner ~= owner then return end
   record.expiresAt = fmt(now)
@@ -188,6 +191,7 @@ local function releaseOccurrence(when, record)
     redis.call('DEL', KEYS[1])
     local current = redis.call('HMGET', KEYS[3], 'job', 'at')
     if current[1] == job and current[2] == fmt(when) then redis.call('DEL', KEYS[3]) end
+    if releasedChannel then redis.call('PUBLISH', releasedChannel, '') end
   end
 end
 `;
@@ -339,8 +343,12 @@ end
 return granted
 `;
 
-/** ARGV 5: ttl ms. Returns 1 when renewed, else 0 (a cancelled occurrence's lease is freed). */
+/**
+ * ARGV 5: ttl ms, 6: the key's release channel. Returns 1 when renewed, else 0 (a cancelled
+ * occurrence's lease is freed, which wakes the key's waiters).
+ */
 const renewOccurrenceScript = `${ledgerPrelude}
+releasedChannel = ARGV[6]
 local record = get(at)
 if not record or record.outcome ~= 'running' or record.owner ~= owner or not (expiry(record) > now) then return 0 end
 if record.cancelled then
@@ -358,12 +366,13 @@ return 1
 `;
 
 /**
- * ARGV 5..10: token, outcome, '1' when an error message follows, error, retention ms, record limit.
- * Returns nil when recorded, or the occurrence's highest token when `token` is lower (then only
+ * ARGV 5..11: token, outcome, '1' when an error message follows, error, retention ms, record
+ * limit, the key's release channel (the release wakes the key's waiters). Returns nil when recorded, or the occurrence's highest token when `token` is lower (then only
  * the release was written). Then drops records older than the retention, and the oldest past the
  * record limit, at most 100 of each per call.
  */
 const finishOccurrenceScript = `${ledgerPrelude}
+releasedChannel = ARGV[11]
 local token, outcome = tonumber(ARGV[5]), ARGV[6]
 local record = get(at)
 if record then releaseOccurrence(at, record) end

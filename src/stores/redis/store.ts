@@ -302,6 +302,7 @@ export class RedisLockStore implements LockStore, RunLedger, InstanceRegistry {
     const reply = await this.#writeScript('renewOccurrence', lease.key, storeScripts.renewOccurrence, [
       ...this.#leaseArguments(lease),
       ttl,
+      this.#keys.released(lease.key),
     ]);
     return reply === 1;
   }
@@ -333,6 +334,7 @@ export class RedisLockStore implements LockStore, RunLedger, InstanceRegistry {
       result.error ?? '',
       retentionMs,
       ledgerRecordLimit,
+      this.#keys.released(lease.key),
     ]);
     if (highest !== null) throw new StaleTokenError(lease.job, lease.token, Number(highest));
   }

@@ -63,6 +63,12 @@ export class MemoryLeaseStore implements LockStore {
     const state = this.live(key, this.time.now());
     if (state?.owner !== owner) return;
     state.owner = undefined;
+    this.notifyReleased(key);
+  }
+
+  /** Wakes the waiters of `key` (`onRelease`): its lease was just given up. */
+  /** @internal */
+  protected notifyReleased(key: string): void {
     const listeners = this.#releaseListeners.get(key);
     if (listeners !== undefined) for (const listener of [...listeners]) notify(listener);
   }

@@ -382,6 +382,7 @@ export class MemoryLockStore extends MemoryLeaseStore implements RunLedger, Inst
       if (state.current?.scheduledAt === lease.scheduledAt && state.current.job === lease.job) {
         state.current = undefined;
       }
+      this.notifyReleased(lease.key);
     }
   }
 
