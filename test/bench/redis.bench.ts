@@ -13,6 +13,7 @@ import { Mutex } from 'redis-semaphore';
 import RedlockModule from 'redlock';
 import { ResiliencePipelineBuilder } from '../../src/index.ts';
 import { RedisLockStore } from '../../src/stores/redis/index.ts';
+import { storeScripts } from '../../src/stores/redis/scripts.ts';
 import { startRedisServer } from '../support/redis.ts';
 import { type BenchCase, type BenchOptions, compare, formatNumber, printTable } from './harness.ts';
 
@@ -38,11 +39,17 @@ const rawScripts = {
     numberOfKeys: 1,
     lua: "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0",
   },
+  /** The floor's `SET NX PX` as a script: what running a script costs Redis, without a token. */
+  scriptAcquire: {
+    numberOfKeys: 1,
+    lua: "if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end return 0",
+  },
 };
 
 interface RawCommands {
   rawRelease(key: string, owner: string): Promise<number>;
   rawRenew(key: string, owner: string, ttl: number): Promise<number>;
+  scriptAcquire(key: string, owner: string, ttl: number): Promise<number>;
 }
 
 /** One lock implementation, as the bench drives it. */
@@ -133,6 +140,32 @@ export default async function redisBench(options: BenchOptions): Promise<void> {
         },
       };
     });
+    // Where the floor and the store part: the floor's acquire as a script (no token), and the
+    // store's own two scripts (token, wake-up publish) sent straight through ioredis, no store code.
+    const scriptKey = keyOf(raw, 'sequential-script');
+    const directKey = `{${keyOf(raw, 'sequential-direct')}}`;
+    sequential.push(
+      {
+        name: 'floor, its acquire as a script (no token)',
+        run: async () => {
+          if ((await rawClient.scriptAcquire(scriptKey, owner, ttl)) !== 1) throw new Error('key was held');
+          await rawClient.rawRelease(scriptKey, owner);
+        },
+      },
+      {
+        name: "resil's acquire and release scripts, sent directly",
+        run: async () => {
+          const { acquire, release } = storeScripts;
+          const keys = [`${directKey}:lease`, `${directKey}:token`, `${directKey}:current`];
+          if (!(await rawClient.evalsha(acquire.sha, 3, ...keys, owner, ttl)))
+            throw new Error('key was held');
+          await rawClient.evalsha(release.sha, 1, keys[0]!, owner, `${directKey}:released`);
+        },
+      },
+    );
+    // Loaded once: evalsha above has no NOSCRIPT fallback.
+    await rawClient.script('LOAD', storeScripts.acquire.lua);
+    await rawClient.script('LOAD', storeScripts.release.lua);
     const pipeline = new ResiliencePipelineBuilder().addLock({ key: () => 'pipeline', ttl, store }).build();
     sequential.push({
       name: 'resil lock pipeline: execute(() => {})',
