@@ -1,6 +1,6 @@
 import { Cron } from 'croner';
 import type { ResolvedJob } from './job.ts';
-import { cronZoneOptions } from './timezone.ts';
+import { pausedCronOptions } from './timezone.ts';
 
 /**
  * One scheduled run of a job: the job's name and the instant its schedule named. Every instance
@@ -64,7 +64,7 @@ function parsedPattern(schedule: string, timezone: string | undefined): Cron {
   if (cron !== undefined) {
     parsedPatterns.delete(key);
   } else {
-    cron = new Cron(schedule, { ...cronZoneOptions(timezone), paused: true });
+    cron = new Cron(schedule, pausedCronOptions(timezone));
     if (parsedPatterns.size >= parsedPatternsLimit) {
       parsedPatterns.delete(parsedPatterns.keys().next().value!);
     }

@@ -22,7 +22,7 @@ import type {
   SchedulerTelemetry,
 } from './job.ts';
 import { configDefaults } from './job-defaults.ts';
-import { cronZoneOptions, isValidTimezone } from './timezone.ts';
+import { isValidTimezone, pausedCronOptions } from './timezone.ts';
 
 /**
  * `names`, checked against the type: a key of `T` missing from the list, or a name `T` lacks, is a
@@ -332,7 +332,7 @@ function resolveJob(
     });
   } else if (job.timezone === undefined || zone !== undefined) {
     try {
-      new Cron(job.schedule, { ...cronZoneOptions(zone), paused: true }).stop();
+      new Cron(job.schedule, pausedCronOptions(zone)).stop();
     } catch (error) {
       problem({
         option: 'schedule',

@@ -25,10 +25,12 @@ export function isValidTimezone(timezone: string): boolean {
 }
 
 /**
- * croner's options for a schedule in `timezone`: UTC as a fixed offset of 0 (the same instants,
- * computed without `Intl`), any other zone by name, none for the machine's local time.
+ * croner's options for a paused schedule in `timezone` (only its instants are asked for): UTC as a
+ * fixed offset of 0 (the same instants, computed without `Intl`), any other zone by name, none for
+ * the machine's local time. Object literals, not a spread: every job is validated through here,
+ * and with a spread a 10,000-job `resil run` started about 50 % slower, its peak RSS 30 MB higher.
  */
-export function cronZoneOptions(timezone: string | undefined): Pick<CronOptions, 'timezone' | 'utcOffset'> {
-  if (timezone === undefined) return {};
-  return isUtcName(timezone) ? { utcOffset: 0 } : { timezone };
+export function pausedCronOptions(timezone: string | undefined): CronOptions {
+  if (timezone === undefined) return { paused: true };
+  return isUtcName(timezone) ? { utcOffset: 0, paused: true } : { timezone, paused: true };
 }

@@ -1,7 +1,7 @@
 import { Cron } from 'croner';
 import { describe, expect, it } from 'vitest';
 import { formatTimeIn } from '../../src/cli/output.ts';
-import { cronZoneOptions, isUtcName, isValidTimezone } from '../../src/scheduler/timezone.ts';
+import { isUtcName, isValidTimezone, pausedCronOptions } from '../../src/scheduler/timezone.ts';
 
 /** Instants across years, DST dates elsewhere, leap days and the ends of days. */
 const instants = [
@@ -32,7 +32,7 @@ describe('UTC without Intl', () => {
   it('computes the same runs as croner given the zone by name', () => {
     for (const schedule of ['0 2 * * *', '*/7 * * * * *', '30 1 * * 0', '0 0 29 2 *', '15 3 L * *']) {
       for (const name of utcNames) {
-        const fast = new Cron(schedule, { ...cronZoneOptions(name), paused: true });
+        const fast = new Cron(schedule, pausedCronOptions(name));
         const named = new Cron(schedule, { timezone: name, paused: true });
         for (const from of instants) {
           expect(
@@ -42,8 +42,8 @@ describe('UTC without Intl', () => {
         }
       }
     }
-    expect(cronZoneOptions(undefined)).toEqual({});
-    expect(cronZoneOptions('Europe/Paris')).toEqual({ timezone: 'Europe/Paris' });
+    expect(pausedCronOptions(undefined)).toEqual({ paused: true });
+    expect(pausedCronOptions('Europe/Paris')).toEqual({ timezone: 'Europe/Paris', paused: true });
   });
 
   it('formats UTC times exactly as Intl does', () => {
