@@ -24,6 +24,7 @@ import { JobRunner } from '../../src/scheduler/runner.ts';
 import { RedisLockStore } from '../../src/stores/redis/store.ts';
 import { MemoryLockStore } from '../../src/strategies/lock/memory-store.ts';
 import type { LockStore } from '../../src/strategies/lock/store.ts';
+import { resolvedJob } from '../scheduler/fixtures.ts';
 import { freePort } from '../support/processes.ts';
 import { type BenchOptions, compare, printTable } from './harness.ts';
 
@@ -40,19 +41,7 @@ function median(sorted: number[]): number {
 }
 
 function benchJob(name: string, schedule: string, run: (ctx: JobContext) => void): ResolvedJob {
-  return {
-    name,
-    schedule,
-    timezone: undefined,
-    lock: { key: name, ttlMs: 30_000, waitMs: 0 },
-    timeoutMs: undefined,
-    retry: false,
-    enabled: true,
-    catchUpMs: undefined,
-    startingDeadlineMs: 60_000,
-    overlap: 'skip',
-    run,
-  };
+  return resolvedJob({ name, schedule, timezone: undefined, run });
 }
 
 async function lateness(

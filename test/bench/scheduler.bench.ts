@@ -21,6 +21,7 @@ import { JobRunner } from '../../src/scheduler/runner.ts';
 import { RedisLockStore } from '../../src/stores/redis/store.ts';
 import { MemoryLockStore } from '../../src/strategies/lock/memory-store.ts';
 import type { LockStore } from '../../src/strategies/lock/store.ts';
+import { resolvedJob } from '../scheduler/fixtures.ts';
 import { type BenchOptions, printTable } from './harness.ts';
 
 /** Wall-clock time with sub-millisecond resolution. */
@@ -72,17 +73,10 @@ async function resilRunner(
     shutdownGraceMs: 5_000,
     ledgerRetentionMs: 3_600_000,
     jobs: [
-      {
+      resolvedJob({
         name,
         schedule,
         timezone: undefined,
-        lock: { key: name, ttlMs: 30_000, waitMs: 0 },
-        timeoutMs: undefined,
-        retry: false,
-        enabled: true,
-        catchUpMs: undefined,
-        startingDeadlineMs: 60_000,
-        overlap: 'skip',
         run: (ctx: JobContext) => {
           lateness.push(preciseNow() - ctx.scheduledAt.getTime());
           if (lateness.length > fires) {
@@ -90,7 +84,7 @@ async function resilRunner(
             done();
           }
         },
-      },
+      }),
     ],
   };
   // A real pino logger (writing to /dev/null): each fire pays for its log line as in production.

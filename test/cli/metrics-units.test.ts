@@ -14,23 +14,12 @@ import type { ClockOffset } from '../../src/scheduler/store-clock.ts';
 import { MemoryLockStore } from '../../src/strategies/lock/memory-store.ts';
 import type { LockStore } from '../../src/strategies/lock/store.ts';
 import { FakeTimeProvider } from '../../src/testing/fake-time-provider.ts';
+import { resolvedJob } from '../scheduler/fixtures.ts';
 import { freePort } from '../support/processes.ts';
 import { httpGet, parseMetrics, type Sample, sampleValue } from './metrics-support.ts';
 
 function job(name: string, schedule = '*/10 * * * * *', lock: ResolvedJob['lock'] = false): ResolvedJob {
-  return {
-    name,
-    schedule,
-    timezone: 'UTC',
-    run: () => {},
-    lock,
-    timeoutMs: undefined,
-    retry: false,
-    enabled: true,
-    catchUpMs: undefined,
-    startingDeadlineMs: 60_000,
-    overlap: 'skip',
-  };
+  return resolvedJob({ name, schedule, run: () => {}, lock });
 }
 
 const base = (name: string, scheduledAt: number) => ({
