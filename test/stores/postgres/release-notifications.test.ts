@@ -4,26 +4,17 @@
  * waited on (this test's schema's own lock class), which pg_locks shows.
  */
 import pg from 'pg';
-import { type Duration, ResiliencePipelineBuilder } from 'resil';
 import { PostgresLockStore } from 'resil/postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveTables } from '../../../src/stores/postgres/schema.ts';
 import { databaseUrlForTests, uniqueSchemaName } from '../../support/postgres.ts';
 import { waitUntil } from '../../support/processes.ts';
+import { heldUntilReleased, itWakesWaitersOnRelease, lockOn } from '../../support/release-wake-ups.ts';
 
 const databaseUrl = await databaseUrlForTests();
 const schema = uniqueSchemaName('wake');
 const ttl = 30_000;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** A callback that holds the lock until `release()`. */
-function heldUntilReleased(): { hold: () => Promise<void>; release: () => void } {
-  let release: () => void = () => {};
-  const held = new Promise<void>((resolve) => {
-    release = resolve;
-  });
-  return { hold: () => held, release };
-}
 
 describe.skipIf(!databaseUrl)('PostgresLockStore release notifications', () => {
   const pool = new pg.Pool({ connectionString: databaseUrl, max: 5, connectionTimeoutMillis: 5_000 });
@@ -59,47 +50,7 @@ describe.skipIf(!databaseUrl)('PostgresLockStore release notifications', () => {
       ).rows[0]!.count,
     );
 
-  const lockOn = (store: PostgresLockStore, key: string, wait: Duration = '10s') =>
-    new ResiliencePipelineBuilder().addLock({ key: () => key, ttl, wait, store }).build();
-
-  it('a waiter acquires as soon as the holder releases, not at its next poll', async () => {
-    const store = new PostgresLockStore(pool, { schema });
-    const lock = lockOn(store, 'soon');
-    const holder = heldUntilReleased();
-    const holding = lock.execute(holder.hold);
-    await waitUntil('the holder to hold', async () => (await store.inspect('soon')) !== undefined);
-    const waitStartedAt = performance.now();
-    let acquiredAt = 0;
-    const waiting = lock.execute(() => {
-      acquiredAt = performance.now();
-    });
-    // Just past the poll at 1.55 s: the next one would come at 2.55 s.
-    await sleep(1_650 - (performance.now() - waitStartedAt));
-    const releasedAt = performance.now();
-    holder.release();
-    await holding;
-    await waiting;
-    expect(acquiredAt - releasedAt).toBeLessThan(500);
-    await store.close();
-  });
-
-  it('8 waiters on one key holding it 10 ms each all run in a fraction of what polling alone takes', async () => {
-    const store = new PostgresLockStore(pool, { schema });
-    const lock = lockOn(store, 'busy');
-    const startedAt = performance.now();
-    const ran = await Promise.all(
-      Array.from({ length: 8 }, (_, index) =>
-        lock.execute(async () => {
-          await sleep(10);
-          return index;
-        }),
-      ),
-    );
-    expect(ran.sort()).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
-    // Polling alone (50 ms doubling to 1 s, in lockstep) takes seconds; the ideal is 80 ms.
-    expect(performance.now() - startedAt).toBeLessThan(1_000);
-    await store.close();
-  });
+  itWakesWaitersOnRelease(() => new PostgresLockStore(pool, { schema }));
 
   it('listens on one pool client only while someone waits: none before, one for 8 waiters, closed after', async () => {
     const store = new PostgresLockStore(pool, { schema });

@@ -4,23 +4,13 @@
  * redis-server, so that CLIENT LIST shows exactly the store's connections.
  */
 import { Redis } from 'ioredis';
-import { type Duration, ResiliencePipelineBuilder } from 'resil';
 import { RedisLockStore } from 'resil/redis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitUntil } from '../../support/processes.ts';
 import { privateRedisUnavailableReason, type RedisServer, startRedisServer } from '../../support/redis.ts';
+import { heldUntilReleased, itWakesWaitersOnRelease, lockOn } from '../../support/release-wake-ups.ts';
 
-const ttl = 30_000;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Resolves and the returned function ends a callback that holds the lock meanwhile. */
-function heldUntilReleased(): { hold: () => Promise<void>; release: () => void } {
-  let release: () => void = () => {};
-  const held = new Promise<void>((resolve) => {
-    release = resolve;
-  });
-  return { hold: () => held, release };
-}
 
 describe.skipIf(privateRedisUnavailableReason())('RedisLockStore release notifications', () => {
   let server: RedisServer;
@@ -41,48 +31,7 @@ describe.skipIf(privateRedisUnavailableReason())('RedisLockStore release notific
   const subscribers = async () =>
     ((await admin.call('CLIENT', 'LIST', 'TYPE', 'pubsub')) as string).split('\n').filter(Boolean).length;
 
-  const lockOn = (store: RedisLockStore, key: string, wait: Duration = '10s') =>
-    new ResiliencePipelineBuilder().addLock({ key: () => key, ttl, wait, store }).build();
-
-  it('a waiter acquires as soon as the holder releases, not at its next poll', async () => {
-    const store = new RedisLockStore(client, { prefix: 'wake:' });
-    const lock = lockOn(store, 'soon');
-    const holder = heldUntilReleased();
-    const holding = lock.execute(holder.hold);
-    await waitUntil('the holder to hold', async () => (await store.inspect('soon')) !== undefined);
-    const waitStartedAt = performance.now();
-    let acquiredAt = 0;
-    const waiting = lock.execute(() => {
-      acquiredAt = performance.now();
-    });
-    // Just past the poll at 1.55 s: the next one would come at 2.55 s.
-    await sleep(1_650 - (performance.now() - waitStartedAt));
-    const releasedAt = performance.now();
-    holder.release();
-    await holding;
-    await waiting;
-    expect(acquiredAt - releasedAt).toBeLessThan(500);
-    await store.close();
-  });
-
-  it('8 waiters on one key holding it 10 ms each all run in a fraction of what polling alone takes', async () => {
-    const store = new RedisLockStore(client, { prefix: 'drain:' });
-    const lock = lockOn(store, 'busy');
-    const startedAt = performance.now();
-    const ran = await Promise.all(
-      Array.from({ length: 8 }, (_, index) =>
-        lock.execute(async () => {
-          await sleep(10);
-          return index;
-        }),
-      ),
-    );
-    const drainedIn = performance.now() - startedAt;
-    expect(ran.sort()).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
-    // Polling alone (50 ms doubling to 1 s, in lockstep) took 3.5 s here; the ideal is 80 ms.
-    expect(drainedIn).toBeLessThan(1_000);
-    await store.close();
-  });
+  itWakesWaitersOnRelease((name) => new RedisLockStore(client, { prefix: name }));
 
   it('listens on one connection of its own only while someone waits: none before, one for 8 waiters, none after', async () => {
     const store = new RedisLockStore(client, { prefix: 'connection:' });
