@@ -270,3 +270,18 @@ export function uniqueSchemaName(label: string): string {
 export function postgresServerAvailable(): boolean {
   return findBinaries() !== undefined;
 }
+
+/**
+ * The backends holding advisory locks of `waiterLockClass` (a store's waiter locks, see
+ * `resolveTables`): the store's listening client while someone waits, else none.
+ */
+export async function waiterLockBackends(
+  pool: { query<R extends object>(sql: string, values: unknown[]): Promise<{ rows: R[] }> },
+  waiterLockClass: number,
+): Promise<number[]> {
+  const result = await pool.query<{ pid: number }>(
+    "SELECT DISTINCT pid FROM pg_locks WHERE locktype = 'advisory' AND classid = $1::int::oid AND objsubid = 2",
+    [waiterLockClass],
+  );
+  return result.rows.map((row) => row.pid);
+}

@@ -1,6 +1,5 @@
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { ResiliencePipelineBuilder } from 'resil';
 import {
   isStoreUnavailableError,
   PostgresLockStore,
@@ -15,8 +14,10 @@ import {
   postgresServerAvailable,
   startPostgresServer,
   uniqueSchemaName,
+  waiterLockBackends,
 } from '../../support/postgres.ts';
 import { type SpawnedProcess, spawnProcess, waitUntil } from '../../support/processes.ts';
+import { heldUntilReleased, lockOn } from '../../support/release-wake-ups.ts';
 
 const databaseUrl = await databaseUrlForTests();
 const schema = uniqueSchemaName('faults');
@@ -238,26 +239,13 @@ describe.skipIf(!databaseUrl)('PostgresLockStore wake-ups when the listening bac
   });
 
   /** The backends holding this schema's waiter locks: the store's listening client, while someone waits. */
-  const listeningBackends = async () =>
-    (
-      await pool.query<{ pid: number }>(
-        "SELECT DISTINCT pid FROM pg_locks WHERE locktype = 'advisory' AND classid = $1::int::oid AND objsubid = 2",
-        [waiterLockClass],
-      )
-    ).rows.map((row) => row.pid);
+  const listeningBackends = () => waiterLockBackends(pool, waiterLockClass);
 
   it('pg_terminate_backend of the listening backend: the release notification is lost, the waiter still acquires by polling, and the store listens again', async () => {
     const store = new PostgresLockStore(pool, { schema: wakeSchema });
-    const lock = new ResiliencePipelineBuilder()
-      .addLock({ key: () => 'job', ttl: 30_000, wait: '20s', store })
-      .build();
-    let release: () => void = () => {};
-    const holding = lock.execute(
-      () =>
-        new Promise<void>((resolve) => {
-          release = resolve;
-        }),
-    );
+    const lock = lockOn(store, 'job', '20s');
+    const holder = heldUntilReleased();
+    const holding = lock.execute(holder.hold);
     await waitUntil('the holder to hold', async () => (await store.inspect('job')) !== undefined);
     const waiting = lock.execute(() => performance.now());
     const [listener] = (await waitUntil('the waiter to listen', async () => {
@@ -268,18 +256,13 @@ describe.skipIf(!databaseUrl)('PostgresLockStore wake-ups when the listening bac
     await waitUntil('the backend to be gone', async () => (await listeningBackends()).length === 0);
     // Released within the store's 1 s before it listens again: nobody hears this NOTIFY.
     const releasedAt = performance.now();
-    release();
+    holder.release();
     await holding;
     const ranAt = await waiting;
     expect(ranAt - releasedAt).toBeLessThan(1_000 + 400);
     // The next waiter listens again, on a new backend, and is woken through it.
-    let releaseAgain: () => void = () => {};
-    const holdingAgain = lock.execute(
-      () =>
-        new Promise<void>((resolve) => {
-          releaseAgain = resolve;
-        }),
-    );
+    const holderAgain = heldUntilReleased();
+    const holdingAgain = lock.execute(holderAgain.hold);
     await waitUntil('the holder to hold again', async () => (await store.inspect('job')) !== undefined);
     const waitingAgain = lock.execute(() => 'woken');
     const [again] = (await waitUntil('the next waiter to listen', async () => {
@@ -287,7 +270,7 @@ describe.skipIf(!databaseUrl)('PostgresLockStore wake-ups when the listening bac
       return pids.length === 1 ? pids : undefined;
     })) as number[];
     expect(again).not.toBe(listener);
-    releaseAgain();
+    holderAgain.release();
     await holdingAgain;
     expect(await waitingAgain).toBe('woken');
     await store.close();

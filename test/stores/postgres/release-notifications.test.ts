@@ -7,7 +7,7 @@ import pg from 'pg';
 import { PostgresLockStore } from 'resil/postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveTables } from '../../../src/stores/postgres/schema.ts';
-import { databaseUrlForTests, uniqueSchemaName } from '../../support/postgres.ts';
+import { databaseUrlForTests, uniqueSchemaName, waiterLockBackends } from '../../support/postgres.ts';
 import { waitUntil } from '../../support/processes.ts';
 import { heldUntilReleased, itWakesWaitersOnRelease, lockOn } from '../../support/release-wake-ups.ts';
 
@@ -30,13 +30,7 @@ describe.skipIf(!databaseUrl)('PostgresLockStore release notifications', () => {
   });
 
   /** The backends holding this schema's waiter locks: the store's listening client, while someone waits. */
-  const listeningBackends = async () =>
-    (
-      await pool.query<{ pid: number }>(
-        "SELECT DISTINCT pid FROM pg_locks WHERE locktype = 'advisory' AND classid = $1::int::oid AND objsubid = 2",
-        [waiterLockClass],
-      )
-    ).rows.map((row) => row.pid);
+  const listeningBackends = () => waiterLockBackends(pool, waiterLockClass);
   const listeners = async () => (await listeningBackends()).length;
 
   /** Advisory locks held on this schema's waiter lock class: one per key waited on. */

@@ -17,6 +17,7 @@ import { RedisLockStore } from 'resil/redis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, type SpawnedProcess, spawnProcess, waitUntil } from '../../support/processes.ts';
 import { privateRedisUnavailableReason, type RedisServer, startRedisServer } from '../../support/redis.ts';
+import { heldUntilReleased, lockOn } from '../../support/release-wake-ups.ts';
 
 const commandTimeout = 300;
 /** Slack on top of a bound, for a loaded CI machine. */
@@ -364,16 +365,9 @@ describe.skipIf(privateRedisUnavailableReason())(
 
     /** A holder on `key` until the returned `release()`, and a waiter behind it that records when it ran. */
     async function holderAndWaiter(store: RedisLockStore, key: string) {
-      const lock = new ResiliencePipelineBuilder()
-        .addLock({ key: () => key, ttl: 30_000, wait: '20s', store })
-        .build();
-      let release: () => void = () => {};
-      const holding = lock.execute(
-        () =>
-          new Promise<void>((resolve) => {
-            release = resolve;
-          }),
-      );
+      const lock = lockOn(store, key, '20s');
+      const holder = heldUntilReleased();
+      const holding = lock.execute(holder.hold);
       await waitUntil('the holder to hold', async () => (await store.inspect(key)) !== undefined);
       let ranAt = 0;
       const waiting = lock.execute(() => {
@@ -383,7 +377,7 @@ describe.skipIf(privateRedisUnavailableReason())(
       return {
         async releaseAndAwaitWaiter(): Promise<number> {
           const releasedAt = performance.now();
-          release();
+          holder.release();
           await holding;
           await waiting;
           return ranAt - releasedAt;
