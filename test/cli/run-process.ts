@@ -14,6 +14,20 @@ export const repoRoot = resolve(fileURLToPath(new URL('../..', import.meta.url))
 const binary = join(repoRoot, 'bin/resil.js');
 export const libfaketime = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
 
+/** The JSON lines of `output`. */
+export function jsonLines(output: string): Array<Record<string, unknown>> {
+  return output
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .flatMap((line) => {
+      try {
+        return [JSON.parse(line) as Record<string, unknown>];
+      } catch {
+        return [];
+      }
+    });
+}
+
 let built = false;
 
 /** Builds dist/ once per test file when it is missing or older than the sources it needs. */
@@ -189,18 +203,7 @@ export function startRun(
       name: `resil run (${options.instance})`,
     },
   );
-  const lines = () =>
-    spawned
-      .output()
-      .split('\n')
-      .filter((line) => line.startsWith('{'))
-      .flatMap((line) => {
-        try {
-          return [JSON.parse(line) as Record<string, unknown>];
-        } catch {
-          return [];
-        }
-      });
+  const lines = () => jsonLines(spawned.output());
   return {
     instance: options.instance,
     process: spawned,

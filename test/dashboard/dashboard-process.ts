@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { binary } from '../cli/cli-support.ts';
-import { fixturePreamble, type RunFixture } from '../cli/run-process.ts';
+import { fixturePreamble, jsonLines, type RunFixture } from '../cli/run-process.ts';
 import { type SpawnedProcess, spawnProcess } from '../support/processes.ts';
 
 /** A job of the dashboard fixture. */
@@ -87,20 +87,6 @@ export interface DashboardProcess {
   /** The JSON log lines printed so far. */
   lines(): Array<Record<string, unknown>>;
   stop(): Promise<void>;
-}
-
-/** The JSON lines of `output`. */
-export function jsonLines(output: string): Array<Record<string, unknown>> {
-  return output
-    .split('\n')
-    .filter((line) => line.startsWith('{'))
-    .flatMap((line) => {
-      try {
-        return [JSON.parse(line) as Record<string, unknown>];
-      } catch {
-        return [];
-      }
-    });
 }
 
 /**
