@@ -1,5 +1,5 @@
 import { type Meter, metrics, type Tracer, trace } from '@opentelemetry/api';
-import { checkOption } from '../pipeline/errors.ts';
+import { checkFunction, checkOption } from '../pipeline/errors.ts';
 import type { PipelineExecutedEvent, TelemetryListener } from '../pipeline/strategy.ts';
 import type { SchedulerEvent } from '../scheduler/events.ts';
 import type { SchedulerTelemetry } from '../scheduler/job.ts';
@@ -94,7 +94,7 @@ function checkPipelineName(option: string, pipeline: unknown): void {
 export function openTelemetry(options: OpenTelemetryOptions = {}): OpenTelemetryListener {
   checkOption('options', options, typeof options === 'object' && options !== null, 'an options object');
   const { tracer, meter, pipeline, flush } = options;
-  checkOption('flush', flush, flush === undefined || typeof flush === 'function', 'a function');
+  checkFunction('flush', flush);
   checkMethods('tracer', tracer, ['startSpan'], 'an OpenTelemetry Tracer (startSpan)');
   checkMethods(
     'meter',

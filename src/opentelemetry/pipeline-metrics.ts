@@ -45,15 +45,31 @@ export function meteredListener(
   const named: Attributes = pipeline === undefined ? {} : { pipeline };
   // Every execution records one; a success's attributes are always the same object.
   const success: Attributes = { ...named, outcome: 'success' };
+  // One attributes object per strategy and event (and per error type), made on first use: events
+  // can come with every call.
+  const eventAttributes = new Map<string, Attributes>();
+  const failureAttributes = new Map<string, Attributes>();
   const listener = (event: TelemetryEvent) => {
-    instruments.events.add(1, { event: event.event, strategy: event.strategy, ...named });
+    const id = `${event.strategy}\0${event.event}`;
+    let attributes = eventAttributes.get(id);
+    if (attributes === undefined) {
+      attributes = { event: event.event, strategy: event.strategy, ...named };
+      eventAttributes.set(id, attributes);
+    }
+    instruments.events.add(1, attributes);
+  };
+  const failure = (error: unknown): Attributes => {
+    const type = errorType(error);
+    let attributes = failureAttributes.get(type);
+    if (attributes === undefined) {
+      attributes = { ...named, outcome: 'failure', 'error.type': type };
+      failureAttributes.set(type, attributes);
+    }
+    return attributes;
   };
   return Object.assign(listener, {
     onPipelineExecuted({ duration, outcome }: PipelineExecutedEvent) {
-      instruments.duration.record(
-        duration,
-        outcome.ok ? success : { ...named, outcome: 'failure', 'error.type': errorType(outcome.error) },
-      );
+      instruments.duration.record(duration, outcome.ok ? success : failure(outcome.error));
     },
   });
 }

@@ -1,6 +1,5 @@
 import { timingSafeEqual } from 'node:crypto';
-import { isIP } from 'node:net';
-import { isLoopbackHost } from '../listen-address.ts';
+import { ipVersion, isLoopbackHost } from '../listen-address.ts';
 
 /** The header a dashboard page sends its per-process token in, with every action (POST). */
 export const tokenHeader = 'x-resil-token';
@@ -35,7 +34,7 @@ export interface GuardedRequest {
 
 /** An IPv4 address, or an IPv6 address in brackets, as a Host header writes them. */
 function isAddressLiteral(name: string): boolean {
-  return name.startsWith('[') ? isIP(name.slice(1, -1)) === 6 : isIP(name) === 4;
+  return name.startsWith('[') ? ipVersion(name.slice(1, -1)) === 6 : ipVersion(name) === 4;
 }
 
 interface Authority {
@@ -93,7 +92,7 @@ export function refuseHost(
   }
   const names = isLoopbackHost(binding.host)
     ? ['its loopback address']
-    : ['an IP address', ...(isIP(binding.host) === 0 ? [binding.host] : [])];
+    : ['an IP address', ...(ipVersion(binding.host) === 0 ? [binding.host] : [])];
   names.push(...allowed.map(formatAllowedHost));
   return `this dashboard answers requests for ${joinOr(names)} only (Host header ${JSON.stringify(request.host ?? '')}); to answer to another name, such as a reverse proxy's, give it with --allowed-host`;
 }

@@ -1,5 +1,4 @@
-import { isIP } from 'node:net';
-import { isHostName } from '../listen-address.ts';
+import { ipVersion, isHostName } from '../listen-address.ts';
 import { UsageError } from '../usage-error.ts';
 
 /** Where the metrics server listens. */
@@ -33,7 +32,7 @@ export function parseMetricsAddress(value: string): MetricsAddress {
     const close = text.indexOf(']');
     if (close === -1) throw bad('the IPv6 address has no closing "]"');
     host = text.slice(1, close);
-    if (isIP(host) !== 6) throw bad(`"${host}" is not an IPv6 address`);
+    if (ipVersion(host) !== 6) throw bad(`"${host}" is not an IPv6 address`);
     if (text[close + 1] !== ':') throw bad('a port must follow the IPv6 address, after ":"');
     portText = text.slice(close + 2);
   } else {
@@ -46,7 +45,7 @@ export function parseMetricsAddress(value: string): MetricsAddress {
       portText = text.slice(colon + 1);
       if (host.includes(':')) throw bad('an IPv6 host needs brackets, as in [::1]:9464');
       if (host === '') throw bad('the host before ":" is empty; a bare port (9464) binds 127.0.0.1');
-      if (isIP(host) === 0 && !isHostName(host)) throw bad(`"${host}" is not a host name or IP address`);
+      if (ipVersion(host) === 0 && !isHostName(host)) throw bad(`"${host}" is not a host name or IP address`);
     }
   }
   if (portText === '') throw bad('the port is missing');
@@ -58,7 +57,9 @@ export function parseMetricsAddress(value: string): MetricsAddress {
 
 /** `127.0.0.1:9464`, `[::1]:9464`: the address as a URL's host part. */
 export function formatMetricsAddress(address: MetricsAddress): string {
-  return isIP(address.host) === 6 ? `[${address.host}]:${address.port}` : `${address.host}:${address.port}`;
+  return ipVersion(address.host) === 6
+    ? `[${address.host}]:${address.port}`
+    : `${address.host}:${address.port}`;
 }
 
 /**
