@@ -26,14 +26,15 @@ const noTelemetry = () => {};
 /** The outermost step for a listener that measures executions (Polly's `PipelineExecuted`). */
 function executionTelemetry(
   time: TimeProvider,
-  onPipelineExecuted: (event: PipelineExecutedEvent) => void,
+  listener: { onPipelineExecuted(event: PipelineExecutedEvent): void },
 ): ResilienceStrategy {
   return {
     execute(callback, context, next) {
       const started = time.monotonic();
       return next(callback, context).then((outcome) => {
         try {
-          onPipelineExecuted({ duration: time.monotonic() - started, outcome, context });
+          // Called on the listener: it may use `this`.
+          listener.onPipelineExecuted({ duration: time.monotonic() - started, outcome, context });
         } catch {
           // Telemetry must never change an execution's outcome.
         }
@@ -98,7 +99,11 @@ export class PipelineBuilder<E = never> {
           : noTelemetry,
       }),
     );
-    if (onPipelineExecuted) strategies.unshift(executionTelemetry(time, onPipelineExecuted));
+    if (onPipelineExecuted) {
+      strategies.unshift(
+        executionTelemetry(time, telemetry as { onPipelineExecuted(event: PipelineExecutedEvent): void }),
+      );
+    }
     return new ResiliencePipeline<E>(strategies);
   }
 }

@@ -268,6 +268,21 @@ describe('builders', () => {
     });
     expect(value).toBe('done');
   });
+
+  it('onPipelineExecuted is called on its listener, which may use `this`', async () => {
+    const listener = Object.assign(() => {}, {
+      executions: [] as boolean[],
+      onPipelineExecuted(this: { executions: boolean[] }, { outcome }: { outcome: { ok: boolean } }) {
+        this.executions.push(outcome.ok);
+      },
+    });
+    const pipeline = new ResiliencePipelineBuilder({ telemetry: listener }).addRetry({ delay: 0 }).build();
+    await pipeline.execute(() => 'done');
+    await pipeline.settle(() => {
+      throw new Error('no');
+    });
+    expect(listener.executions).toEqual([true, false]);
+  });
 });
 
 describe('ambient context', () => {
