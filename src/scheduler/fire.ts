@@ -5,7 +5,7 @@ import { PipelineBuilder } from '../pipeline/pipeline-builder.ts';
 import { ResilienceProperties, ResiliencePropertyKey } from '../pipeline/properties.ts';
 import type { TelemetryEvent, TelemetryListener } from '../pipeline/strategy.ts';
 import type { TimeProvider } from '../pipeline/time.ts';
-import { delay, neverAbortedSignal } from '../pipeline/time.ts';
+import { delay } from '../pipeline/time.ts';
 import { lockTiming } from '../strategies/lock/defaults.ts';
 import { isLockNotAcquiredError, isStaleTokenError } from '../strategies/lock/errors.ts';
 import { randomOwnerId } from '../strategies/lock/owner-id.ts';
@@ -201,8 +201,8 @@ export class JobFirer {
     /** This fire saw its occurrence running on another instance. */
     let sawRunning = false;
     const stopping = options.stopping ?? signal;
-    // While the key is held (or the occurrence is queued behind a running one), a release of the
-    // key wakes this fire for a claim at once; the polls stay the floor.
+    // While the occurrence is queued behind a running one, a release of the key wakes this fire
+    // for a claim at once; the polls stay the floor.
     let wakeUp: ReleaseWakeUp | undefined;
     try {
       for (;;) {
@@ -210,8 +210,7 @@ export class JobFirer {
         // Under a millisecond a timer would wait a whole one: ask now, the store never grants early.
         if (waitMs >= 1) {
           try {
-            if (wakeUp === undefined) await delay(time, waitMs, stopping);
-            else await wakeUp.sleep(time, waitMs, stopping ?? neverAbortedSignal);
+            await (wakeUp ? wakeUp.sleep(time, waitMs, stopping) : delay(time, waitMs, stopping));
           } catch {
             return { outcome: 'skipped', reason: 'shutdown' };
           }
@@ -261,7 +260,11 @@ export class JobFirer {
             );
           }
           sawRunning ||= claim.runningElsewhere;
-          if (!notDue) wakeUp ??= new ReleaseWakeUp(this.#environment.store, lock.key);
+          // Queued behind another occurrence: its finish frees the key for this one. Watching
+          // this occurrence run elsewhere, a finish only means already-done, and every instance
+          // of a fleet watches every occurrence: those fires poll, with no subscription each.
+          if (!notDue && !claim.runningElsewhere)
+            wakeUp ??= new ReleaseWakeUp(this.#environment.store, lock.key);
           continue;
         }
         const { lease } = claim;

@@ -35,7 +35,7 @@ export class ReleaseWakeUp {
    * Resolves after `ms` on `time`, or at once when a notification comes (or already came);
    * rejects with `signal.reason` as soon as `signal` aborts. Leaves no timer or listener behind.
    */
-  sleep(time: TimeProvider, ms: number, signal: AbortSignal): Promise<void> {
+  sleep(time: TimeProvider, ms: number, signal: AbortSignal = neverAbortedSignal): Promise<void> {
     if (signal.aborted) return Promise.reject(signal.reason);
     if (this.#woken) return Promise.resolve();
     return new Promise((resolve, reject) => {
