@@ -57,7 +57,7 @@ export interface ConformanceTestFunctions {
   expect(actual: unknown, message?: string): ConformanceAssertion;
 }
 
-/** What a test body may get from `it`: vitest's context has `skip(note)`; jest and node:test pass none. */
+/** What a test body may get from `it`: vitest's context has `skip(note)`; jest passes none. */
 export type ConformanceTestContext = { skip?(note?: string): void } | undefined;
 
 /**
@@ -72,19 +72,40 @@ export function skipTest(context: ConformanceTestContext, reason: string): void 
   console.log(`skipped: ${reason}`);
 }
 
+/**
+ * `functions` with an `it` whose bodies declare no parameter: jest takes a body that declares one
+ * for a `done`-callback test, and fails it when it also returns a promise. The context a framework
+ * passes (vitest's, node:test's) still reaches the body.
+ */
+function withParameterlessBodies(functions: ConformanceTestFunctions): ConformanceTestFunctions {
+  return {
+    describe: functions.describe,
+    expect: functions.expect,
+    it: (name, body, timeoutMs) =>
+      functions.it(
+        name,
+        function (this: unknown) {
+          // biome-ignore lint/complexity/noArguments: a declared parameter is what jest must not see
+          return body(arguments[0] as ConformanceTestContext);
+        } as never,
+        timeoutMs,
+      ),
+  };
+}
+
 /** `given`, else the framework's globals; throws naming what to pass when there are none. */
 export function testFunctionsOf(
   given: ConformanceTestFunctions | undefined,
   suite: string,
 ): ConformanceTestFunctions {
-  if (given !== undefined) return given;
+  if (given !== undefined) return withParameterlessBodies(given);
   const globals = globalThis as Partial<ConformanceTestFunctions>;
   if (
     typeof globals.describe === 'function' &&
     typeof globals.it === 'function' &&
     typeof globals.expect === 'function'
   )
-    return globals as ConformanceTestFunctions;
+    return withParameterlessBodies(globals as ConformanceTestFunctions);
   throw new TypeError(
     `${suite}: pass your test framework's functions, e.g. { test: { describe, it, expect } } imported from 'vitest' (or jest, or node:test with the expect package): this test process has no global describe, it and expect`,
   );

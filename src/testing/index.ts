@@ -1,4 +1,9 @@
-export type { ConformanceFactory } from './conformance-namespace.ts';
+export type {
+  ConformanceAssertion,
+  ConformanceFactory,
+  ConformanceTestContext,
+  ConformanceTestFunctions,
+} from './conformance-namespace.ts';
 export { FakeTimeProvider } from './fake-time-provider.ts';
 export { describeInstanceRegistryConformance } from './instance-registry-conformance.ts';
 export { describeLockStoreConformance, type LockStoreConformanceOptions } from './lock-store-conformance.ts';

@@ -10,7 +10,7 @@ import {
 const second = 1_000;
 
 /**
- * Registers a vitest suite that checks `factory`'s store against the {@link InstanceRegistry}
+ * Registers a test suite (vitest, jest or node:test) that checks `factory`'s store against the {@link InstanceRegistry}
  * contract: a registered instance is listed with what it registered and its last heartbeat (store
  * clock); registering again replaces it and moves `lastSeenAt`; it disappears `ttlMs` after its last
  * heartbeat, or at once when removed. Instances of other tests on a shared store are ignored (only

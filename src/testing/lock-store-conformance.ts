@@ -27,7 +27,7 @@ const clockResolution = 5;
 const monotonicNow = () => performance.now();
 
 /**
- * Registers a vitest suite that checks `factory`'s store against the {@link LockStore} contract:
+ * Registers a test suite (vitest, jest or node:test) that checks `factory`'s store against the {@link LockStore} contract:
  * atomic acquire under concurrency, owner checks on renew and release, expiry by the store's clock,
  * fencing tokens that only increase per key (across release and expiry), and, when the store has
  * them, `inspect()`, `now()` and the `onRelease()` wake-ups. Call it at the top level of a test file, with your test framework's

@@ -28,7 +28,7 @@ function normalized(record: RunRecord): RunRecord {
 }
 
 /**
- * Registers a vitest suite that checks `factory`'s store against the {@link RunLedger} contract,
+ * Registers a test suite (vitest, jest or node:test) that checks `factory`'s store against the {@link RunLedger} contract,
  * the occurrence lifecycle of the scheduler: a due occurrence is granted once with a fencing token
  * and watched by every other fire of it; a finished one is never run again; an early one waits; one
  * past its starting deadline is skipped as `missed`; each overlap policy (`skip`, `buffer-one`,

@@ -45,3 +45,36 @@ console.log(JSON.stringify({ fired, message }));
     });
   });
 });
+
+describe('conformance suites and frameworks that read a test body for a done callback', () => {
+  it('hand jest bodies that declare no parameter, and pass a context on to the test', async () => {
+    const { describeLockStoreConformance, describeRunLedgerConformance, MemoryLockStore } = await import(
+      '../../src/testing/index.ts'
+    ).then(async (testing) => ({ ...testing, ...(await import('../../src/index.ts')) }));
+    const bodies: Array<(context?: unknown) => Promise<void>> = [];
+    const test = {
+      describe: (_name: string, body: () => void) => body(),
+      it: (_name: string, body: never) => bodies.push(body),
+      expect,
+    };
+    describeLockStoreConformance('MemoryLockStore', () => new MemoryLockStore(), { test });
+    describeRunLedgerConformance('MemoryLockStore', () => new MemoryLockStore(), { test });
+    expect(bodies.length).toBeGreaterThan(40);
+    // jest-circus treats `fn.length > 0` as a done-callback test.
+    expect(bodies.filter((body) => body.length > 0)).toEqual([]);
+    // The context still reaches the body: a store without onRelease() skips through it.
+    const skipped: string[] = [];
+    const withoutOnRelease = Object.assign(new MemoryLockStore(), { onRelease: undefined });
+    const onReleaseBodies: Array<(context?: unknown) => Promise<void>> = [];
+    describeLockStoreConformance('no onRelease', () => withoutOnRelease, {
+      test: {
+        ...test,
+        it: (name: string, body: never) => {
+          if (/onRelease|release through another store|is called/.test(name)) onReleaseBodies.push(body);
+        },
+      },
+    });
+    for (const body of onReleaseBodies) await body({ skip: (note: string) => skipped.push(note) });
+    expect(skipped).toContain('the store has no onRelease()');
+  });
+});
