@@ -38,6 +38,8 @@ export class ReleaseNotifications {
   #client: PoolClient | undefined;
   #connecting = false;
   #relisten: ReturnType<typeof setTimeout> | undefined;
+  /** The error listener this store put on each client it holds (removed when it is done with one). */
+  readonly #errorListeners = new WeakMap<PoolClient, () => void>();
   #closed = false;
 
   constructor(pool: Pool, tables: PostgresTables, timeoutMs: number) {
@@ -93,7 +95,9 @@ export class ReleaseNotifications {
         client.on('notification', this.#onNotification);
         // A client checked out of a pool has no 'error' listener but ours: without one, a
         // terminated backend would crash the process.
-        client.on('error', () => this.#lose(client));
+        const onError = () => this.#lose(client);
+        this.#errorListeners.set(client, onError);
+        client.on('error', onError);
         try {
           await client.query(`LISTEN ${quoteIdentifier(this.#channel)}`);
         } catch {
@@ -168,9 +172,7 @@ export class ReleaseNotifications {
     if (this.#client === client) this.#client = undefined;
     this.#connecting = false;
     for (const waiters of this.#keys.values()) waiters.locked = false;
-    client.removeListener('notification', this.#onNotification);
-    // An 'error' listener stays: a broken client may emit more than once.
-    client.on('error', ignore);
+    this.#detach(client);
     destroy(client);
     this.#scheduleRelisten();
   }
@@ -198,9 +200,21 @@ export class ReleaseNotifications {
    * the LISTEN and every waiter lock it holds, including one whose request is still on its way.
    */
   #giveBack(client: PoolClient): void {
-    client.removeListener('notification', this.#onNotification);
-    client.on('error', ignore);
+    this.#detach(client);
     destroy(client);
+  }
+
+  /**
+   * Removes this store's listeners from a client it is done with, so that a later error of that
+   * client cannot touch the state of the one listening now; an 'error' listener stays (a broken
+   * client may emit more than once, and an unheard error would crash the process).
+   */
+  #detach(client: PoolClient): void {
+    client.removeListener('notification', this.#onNotification);
+    const onError = this.#errorListeners.get(client);
+    if (onError !== undefined) client.removeListener('error', onError);
+    this.#errorListeners.delete(client);
+    client.on('error', ignore);
   }
 }
 

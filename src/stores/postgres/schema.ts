@@ -104,7 +104,7 @@ function dollarQuote(body: string): string {
 }
 
 /** A SQL string literal (standard_conforming_strings, the default since PostgreSQL 9.1). */
-const literal = (text: string) => `'${text.replaceAll("'", "''")}'`;
+export const literal = (text: string) => `'${text.replaceAll("'", "''")}'`;
 
 // The failure messages the ledger records for an occurrence it gives up, as MemoryLockStore's.
 const abandonedMessage = literal(

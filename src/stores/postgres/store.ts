@@ -25,11 +25,9 @@ import { postgresLockStoreDefaults } from './defaults.ts';
 import { storeUnavailable } from './errors.ts';
 import type { PostgresLockStoreOptions } from './options.ts';
 import { ReleaseNotifications } from './release-notifications.ts';
-import { type PostgresTables, resolveTables, setupSql, toMs } from './schema.ts';
+import { literal, type PostgresTables, resolveTables, setupSql, toMs } from './schema.ts';
 
 const msInterval = (parameter: string) => `${parameter}::float8 * interval '1 millisecond'`;
-/** A SQL string literal (standard_conforming_strings, the default since PostgreSQL 9.1). */
-const literal = (text: string) => `'${text.replaceAll("'", "''")}'`;
 
 // The lease statements read the clock with now(). Each runs alone in autocommit, so now() is the
 // instant the statement started, after the client sent it: expiry is judged by the database's
