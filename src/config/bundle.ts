@@ -84,6 +84,9 @@ function selfReference(specifier: string, name: string, importer: string): strin
   try {
     const manifest = JSON.parse(readFileSync(manifestPath, 'utf8')) as { name?: unknown; exports?: unknown };
     if (manifest.name !== name || manifest.exports === undefined) return undefined;
+    // require.resolve() applies `require` conditions, where Node's import of the bundle applies
+    // `import`: with exports that tell them apart, the alias decides, as before.
+    if (/"(?:import|require)"\s*:/.test(JSON.stringify(manifest.exports))) return undefined;
     const file = createRequire(importer).resolve(specifier);
     return /\.[mc]?js$/.test(file) ? file : undefined;
   } catch {

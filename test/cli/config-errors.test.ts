@@ -452,6 +452,16 @@ export default defineConfig({
     // Without `exports` Node has no self-reference: the alias is what resolves the name.
     const withoutExports = project(files, { name: 'selfish', type: 'module' });
     expect(names(await listJson(withoutExports))).toEqual(['from-src']);
+    // Exports that tell import from require apart: left to the alias too.
+    const splitExports = project(
+      { ...files, 'dist/index.cjs': "exports.where = 'from-cjs';\n" },
+      {
+        name: 'selfish',
+        type: 'module',
+        exports: { import: './dist/index.js', require: './dist/index.cjs' },
+      },
+    );
+    expect(names(await listJson(splitExports))).toEqual(['from-src']);
   });
 
   it('a config in a read-only directory, run as another user when possible', async () => {
