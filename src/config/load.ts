@@ -4,7 +4,7 @@ import { ConfigError, isConfigError } from '../scheduler/config-error.ts';
 import type { ResolvedConfig } from '../scheduler/job.ts';
 import { stopBundler } from './bundle.ts';
 import { configSearchPlaces } from './defaults.ts';
-import { importDefault } from './import-module.ts';
+import { importDefault, loadBeforeSourceMaps } from './import-module.ts';
 import { describeLoadError } from './load-error.ts';
 
 export interface LoadConfigOptions {
@@ -54,12 +54,10 @@ async function findAndResolve(options: LoadConfigOptions): Promise<ResolvedConfi
   const validation = import('../scheduler/resolve.ts');
   validation.catch(() => {}); // awaited below; no unhandled rejection when the search fails first
   const { cosmiconfig } = await import('cosmiconfig');
-  const moduleLoader = async (filepath: string) => {
-    // Validation's modules first: loading a TypeScript config turns source maps on, and Node
-    // then reads the source map of every module loaded after it.
-    await validation.catch(() => {});
-    return loadModule(filepath);
-  };
+  // Validation's modules before a TypeScript config turns source maps on; a bundle is still
+  // built (or found in the compile cache) meanwhile.
+  loadBeforeSourceMaps(validation);
+  const moduleLoader = (filepath: string) => loadModule(filepath);
   const explorer = cosmiconfig('resil', {
     searchPlaces: [...configSearchPlaces],
     searchStrategy: 'project',
