@@ -1,8 +1,8 @@
-import { runWithContext } from '../../pipeline/ambient.ts';
 import { DerivedSignal, type ResilienceContext } from '../../pipeline/context.ts';
 import { type Duration, parseDuration } from '../../pipeline/duration.ts';
 import { checkCallbacks } from '../../pipeline/errors.ts';
 import { Outcome } from '../../pipeline/outcome.ts';
+import { invokeCallback } from '../../pipeline/pipeline.ts';
 import { isAbortOf } from '../../pipeline/should-handle.ts';
 import type {
   Callback,
@@ -185,7 +185,8 @@ class HedgingStrategy implements ResilienceStrategy {
           signal.dispose();
           return null;
         }
-        action = () => invoke(generated as () => T, actionContext);
+        action = () =>
+          invokeCallback(generated as Callback<T>, actionContext) as Promise<Outcome<T, unknown>>;
       } catch (error) {
         // Like Polly, a throwing generator is this attempt's failure.
         action = () => Promise.resolve(Outcome.failure(error));
@@ -264,14 +265,6 @@ class HedgingStrategy implements ResilienceStrategy {
   async #generatedDelay(attemptNumber: number, context: ResilienceContext): Promise<number> {
     const generated = await this.#options.delayGenerator!({ context, attemptNumber });
     return parseHedgingDelay(generated, 'hedging.delayGenerator()');
-  }
-}
-
-async function invoke<T>(action: () => T, context: ResilienceContext): Promise<Outcome<T, unknown>> {
-  try {
-    return Outcome.success(await (context.ambient ? runWithContext(context, action) : action()));
-  } catch (error) {
-    return Outcome.failure(error);
   }
 }
 
