@@ -110,4 +110,30 @@ export default defineConfig({
     },
     60_000,
   );
+
+  it('npx resil dashboard: npm exits, the dashboard logs its stop and is gone within a few seconds', async () => {
+    const npm = spawnProcess('npm', ['exec', '--', 'resil', 'dashboard', '--port', '0'], {
+      cwd: project.directory,
+      env: { ...process.env, NO_COLOR: '1', LOG_LEVEL: 'info' },
+      name: 'npm',
+    });
+    let dashboardPid: number | undefined;
+    try {
+      const listening = await npm.waitForOutput(/"msg":"dashboard on /, 30_000);
+      dashboardPid = (JSON.parse(listening) as { pid: number }).pid;
+      expect(dashboardPid).not.toBe(npm.pid);
+      npm.kill('SIGTERM');
+      await npm.exited;
+      await waitUntil('the dashboard to exit', () => !alive(dashboardPid!), {
+        timeoutMs: 10_000,
+        intervalMs: 50,
+      });
+      const output = npm.output();
+      expect(output).toContain('"launcher":"npm exec","msg":"npm exec exited: stopping the dashboard"');
+      expect(output).toMatch(/"msg":"dashboard stopped"/);
+    } finally {
+      if (dashboardPid !== undefined && alive(dashboardPid)) process.kill(dashboardPid, 'SIGKILL');
+      await npm.stop();
+    }
+  }, 60_000);
 });

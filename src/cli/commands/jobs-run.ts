@@ -10,6 +10,7 @@ import { isTimeoutRejectedError } from '../../strategies/timeout/errors.ts';
 import { createLogger } from '../logger.ts';
 import { localTimezone } from '../output.ts';
 import type { CommandHelpers } from '../program.ts';
+import { signalExitCodes } from '../stop-signals.ts';
 import { resolveLogLevel } from '../usage-error.ts';
 import { describePause } from './jobs-pause.ts';
 import { describeStoreError, readStore, watchStoreConnection } from './store-error.ts';
@@ -52,8 +53,6 @@ function describeResult(
 
 /** After the job's signal aborts, how long it gets to settle before the command gives up (as `resil run`). */
 const abortSettleMs = 5_000;
-
-const signalExitCodes: Record<string, number> = { SIGINT: 130, SIGTERM: 143 };
 
 /**
  * `resil jobs run <name>`: one run now through the job's lock, ledger, timeout and retry.

@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import type { Command } from 'commander';
 import type { ResolvedConfig } from '../../scheduler/job.ts';
 import { hasInstanceRegistry, type InstanceRegistry } from '../../strategies/lock/run-ledger.ts';
-import { watchLauncher } from '../launcher.ts';
+import { untilStopped } from '../stop-signals.ts';
 import { resolveLogLevel } from '../usage-error.ts';
 
 /** What `resil run` needs from the program around it (a subset of the program's `CommandHelpers`). */
@@ -13,8 +13,6 @@ export interface RunCommandHelpers {
   /** The process's exit code once the action returns. Defaults to setting `process.exitCode`. */
   setExitCode?(code: number): void;
 }
-
-const signalNumbers: Record<string, number> = { SIGINT: 2, SIGTERM: 15 };
 
 /** How often a running instance renews its entry in the store's instance registry. */
 const instanceHeartbeatMs = 5_000;
@@ -142,37 +140,14 @@ Examples:
               connectionError: () => connection.lastError,
             });
 
-      let stopWatchingLauncher = () => {};
-      const stopped = new Promise<void>((resolve) => {
-        let received = 0;
-        const onSignal = (signal: NodeJS.Signals) => {
-          received++;
-          if (received > 1) {
-            logger.warn({ signal }, 'second signal: exiting at once');
-            logger.flush();
-            process.exit(128 + (signalNumbers[signal] ?? 1));
-          }
-          logger.info({ signal }, 'signal received: stopping gracefully (send it again to exit at once)');
-          stopGracefully();
-        };
-        // From the stop signal on: /readyz says 503, no new fire starts, running jobs finish.
-        const stopGracefully = () => {
+      // From the stop signal on: /readyz says 503, no new fire starts, running jobs finish.
+      const stopped = untilStopped({
+        logger,
+        stopping: 'stopping gracefully',
+        stop: () => {
           metrics?.stopping();
-          runner.stop().then(resolve, (error: unknown) => {
-            logger.error({ err: error }, 'error while stopping');
-            resolve();
-          });
-        };
-        process.on('SIGINT', onSignal);
-        process.on('SIGTERM', onSignal);
-        // Started by `npx resil run` / `npm start`, whose npm exits on SIGTERM without passing it on:
-        // its exit is this runner's stop signal (else it would run on, orphaned).
-        stopWatchingLauncher = watchLauncher((launcher) => {
-          if (received > 0) return;
-          received++;
-          logger.info({ launcher }, `${launcher} exited: stopping gracefully`);
-          stopGracefully();
-        });
+          return runner.stop();
+        },
       });
       await runner.start();
       const heartbeat = hasInstanceRegistry(config.store)
@@ -186,7 +161,6 @@ Examples:
           })
         : undefined;
       await stopped;
-      stopWatchingLauncher();
       await heartbeat?.stop();
       await metrics?.close();
       connection.dispose();

@@ -2,6 +2,7 @@ import { hostname } from 'node:os';
 import { inMemoryStoreNote } from '../commands/store-error.ts';
 import { isLoopbackHost } from '../listen-address.ts';
 import type { CommandHelpers } from '../program.ts';
+import { untilStopped } from '../stop-signals.ts';
 import { resolveLogLevel, UsageError } from '../usage-error.ts';
 import { type AllowedHost, formatAllowedHost } from './request-guard.ts';
 import { type DashboardServer, startDashboardServer } from './server.ts';
@@ -13,8 +14,6 @@ export interface DashboardOptions {
   /** `--allowed-host`, in the order given. */
   readonly allowedHosts: readonly AllowedHost[];
 }
-
-const signalExitCodes: Record<string, number> = { SIGINT: 130, SIGTERM: 143 };
 
 /** Why listening failed, in words a user can act on. */
 function listenError(error: unknown, options: DashboardOptions): UsageError {
@@ -86,24 +85,7 @@ export async function serveDashboard(helpers: CommandHelpers, options: Dashboard
     `dashboard on ${server.url} (${options.allowActions ? `actions on, recorded as ${instance}` : 'read-only'})`,
   );
 
-  await new Promise<void>((resolve) => {
-    let received = false;
-    const onSignal = (signal: NodeJS.Signals) => {
-      if (received) {
-        logger.warn({ signal }, 'second signal: exiting at once');
-        logger.flush();
-        process.exit(signalExitCodes[signal] ?? 130);
-      }
-      received = true;
-      logger.info({ signal }, 'signal received: stopping the dashboard (send it again to exit at once)');
-      server.close().then(resolve, (error: unknown) => {
-        logger.error({ err: error }, 'error while stopping the dashboard');
-        resolve();
-      });
-    };
-    process.on('SIGINT', onSignal);
-    process.on('SIGTERM', onSignal);
-  });
+  await untilStopped({ logger, stopping: 'stopping the dashboard', stop: () => server.close() });
   logger.info('dashboard stopped');
   logger.flush();
   helpers.setExitCode(0);
