@@ -8,6 +8,17 @@
 /** How often the parent pid is checked: a stop is noticed within this, plus the graceful stop. */
 export const launcherCheckMs = 1_000;
 
+let parentAtStart: number | undefined;
+
+/**
+ * Notes the parent pid as the CLI starts, before anything is printed. A supervisor may stop npm as
+ * soon as resil says it is ready, and npm may be gone before the watch below starts: the watch
+ * compares with this pid, so a launcher that exited meanwhile is still noticed.
+ */
+export function rememberLauncher(): void {
+  parentAtStart ??= process.ppid;
+}
+
 /** The launcher's name when this process was started by a package manager's run-script or exec, else undefined. */
 export function packageManagerLauncher(env: NodeJS.ProcessEnv = process.env): string | undefined {
   // npm (and pnpm, yarn) set these for the scripts and `exec` commands they run.
@@ -16,19 +27,26 @@ export function packageManagerLauncher(env: NodeJS.ProcessEnv = process.env): st
   return undefined;
 }
 
+export interface WatchLauncherOptions {
+  env?: NodeJS.ProcessEnv;
+  intervalMs?: number;
+  /** The current parent pid. Defaults to `process.ppid`. */
+  parentPid?: () => number;
+  /** The parent pid the process started with. Defaults to the one `rememberLauncher()` noted, else the current one. */
+  startParentPid?: number;
+}
+
 /**
- * Calls `onGone` once when the process that started this one has exited (the parent pid changes,
- * as the process is reparented), if a package manager launched it. Returns the function that stops
- * watching. The timer never keeps the process alive.
+ * Calls `onGone` once when the process that started this one has exited (the parent pid is no
+ * longer the one it started with, as the process is reparented), if a package manager launched
+ * it: at the first check if it is gone already. Returns the function that stops watching. The
+ * timer never keeps the process alive.
  */
-export function watchLauncher(
-  onGone: (launcher: string) => void,
-  options: { env?: NodeJS.ProcessEnv; intervalMs?: number; parentPid?: () => number } = {},
-): () => void {
+export function watchLauncher(onGone: (launcher: string) => void, options: WatchLauncherOptions = {}): () => void {
   const launcher = packageManagerLauncher(options.env);
   if (launcher === undefined) return () => {};
   const parentPid = options.parentPid ?? (() => process.ppid);
-  const first = parentPid();
+  const first = options.startParentPid ?? parentAtStart ?? parentPid();
   const timer = setInterval(() => {
     if (parentPid() === first) return;
     clearInterval(timer);

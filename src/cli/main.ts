@@ -3,6 +3,7 @@ import { isConfigError } from '../scheduler/config-error.ts';
 import { isUnknownJobError } from '../scheduler/errors.ts';
 import type { ResolvedConfig } from '../scheduler/job.ts';
 import type { LockStore } from '../strategies/lock/store.ts';
+import { rememberLauncher } from './launcher.ts';
 import { createStyles, shouldColor } from './output.ts';
 import { type CommandHelpers, createProgram } from './program.ts';
 import { isUsageError } from './usage-error.ts';
@@ -98,6 +99,7 @@ function reportError(error: unknown, helpers: CommandHelpers): number {
  * config's store and flushing stdout and stderr.
  */
 export async function main(argv: readonly string[] = process.argv): Promise<never> {
+  rememberLauncher();
   let exitCode: number = exitCodes.ok;
   let configPromise: Promise<ResolvedConfig> | undefined;
   let config: ResolvedConfig | undefined;

@@ -40,6 +40,20 @@ describe('watchLauncher', () => {
     expect(gone).toEqual(['npm exec']);
     stop();
 
+    // npm stopped before the watch began (a supervisor stops it as soon as resil says it is ready):
+    // compared with the parent the process started with, not with the one it has now.
+    const early: string[] = [];
+    watchLauncher((launcher) => early.push(launcher), {
+      env: { npm_lifecycle_event: 'start' },
+      intervalMs: 1_000,
+      parentPid: () => 1,
+      startParentPid: 100,
+    });
+    vi.advanceTimersByTime(999);
+    expect(early).toEqual([]);
+    vi.advanceTimersByTime(1);
+    expect(early).toEqual(['npm run start']);
+
     const fromShell: string[] = [];
     watchLauncher((launcher) => fromShell.push(launcher), { env: {}, parentPid: () => parent++ });
     vi.advanceTimersByTime(10_000);
