@@ -42,7 +42,10 @@ export interface WatchLauncherOptions {
  * it: at the first check if it is gone already. Returns the function that stops watching. The
  * timer never keeps the process alive.
  */
-export function watchLauncher(onGone: (launcher: string) => void, options: WatchLauncherOptions = {}): () => void {
+export function watchLauncher(
+  onGone: (launcher: string) => void,
+  options: WatchLauncherOptions = {},
+): () => void {
   const launcher = packageManagerLauncher(options.env);
   if (launcher === undefined) return () => {};
   const parentPid = options.parentPid ?? (() => process.ppid);
