@@ -2,8 +2,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { StaleTokenError } from 'resil';
-import { RedisLockStore } from 'resil/redis';
-import { store } from './store.ts';
+import { redisStore } from './store.ts';
 
 /** Where the examples write their output when the store is in memory. */
 export const outputDirectory = join(tmpdir(), 'resil-examples');
@@ -25,9 +24,9 @@ export async function writeFenced(
   name: string,
   value: string,
 ): Promise<string> {
-  if (store instanceof RedisLockStore) {
-    await store.fencedSet(resource, token, name, value);
-    return `redis ${store.prefix}{${resource}}:value:${name}`;
+  if (redisStore !== undefined) {
+    await redisStore.fencedSet(resource, token, name, value);
+    return `redis ${redisStore.prefix}{${resource}}:value:${name}`;
   }
   const highest = highestTokens.get(resource) ?? 0;
   if (token < highest) throw new StaleTokenError(resource, token, highest);

@@ -1,6 +1,10 @@
 import { readFileSync } from 'node:fs';
+import { Redis } from 'ioredis';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { redisUrlForTests } from '../support/redis.ts';
 import { ensureCliBuilt, repoRoot, runCli } from './cli-support.ts';
+
+const redisUrl = await redisUrlForTests();
 
 beforeAll(() => ensureCliBuilt());
 
@@ -36,5 +40,27 @@ describe("the repository's example config (resil.config.ts + jobs/)", () => {
     const result = await runCli(['jobs', 'run', 'cache-rebuild'], { cwd: repoRoot, env: { REDIS_URL: '' } });
     expect(result.code, result.stderr).toBe(0);
     expect(result.stdout).toContain('"msg":"cache rebuilt"');
+  });
+});
+
+describe.skipIf(!redisUrl)('the example config on Redis (REDIS_URL set)', () => {
+  it('writes the nightly report through RedisLockStore#fencedSet, under the fence of the run token', async () => {
+    const result = await runCli(['jobs', 'run', 'nightly-report'], {
+      cwd: repoRoot,
+      env: { REDIS_URL: redisUrl! },
+    });
+    expect(result.code, result.stderr).toBe(0);
+    const where = /"where":"redis ([^"]+)"/.exec(result.stdout)?.[1];
+    expect(where).toBe('resil-examples:{nightly-report}:value:latest.json');
+    const token = Number(/"token":(\d+)/.exec(result.stdout)?.[1]);
+    const client = new Redis(redisUrl!);
+    try {
+      const report = JSON.parse((await client.get(where!)) ?? 'null') as { attempt: number } | null;
+      expect(report?.attempt).toBe(1);
+      // The fence keeps the newest token that wrote: this run's.
+      expect(Number(await client.get('resil-examples:{nightly-report}:fence'))).toBe(token);
+    } finally {
+      client.disconnect();
+    }
   });
 });
