@@ -1,4 +1,4 @@
-import { createRequire } from 'node:module';
+import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
 import type { ResolvedConfig } from '../scheduler/job.ts';
 import { registerDashboardCommand } from './commands/dashboard.ts';
@@ -29,8 +29,10 @@ export interface CommandHelpers {
   setExitCode(code: number): void;
 }
 
+/** From the package's package.json, two levels up from src/cli/ and from dist/cli/ or dist/chunks/. */
 function packageVersion(): string {
-  return (createRequire(import.meta.url)('../../package.json') as { version: string }).version;
+  const manifest = readFileSync(new URL('../../package.json', import.meta.url), 'utf8');
+  return (JSON.parse(manifest) as { version: string }).version;
 }
 
 /**
