@@ -8,16 +8,19 @@
  * 0.2-0.4 ms to find, read, compile and link, whatever its size), so the shared code is grouped
  * into a few chunks by what loads it, not split wherever two entry points differ:
  *
- * - `lib`: everything `resil` itself loads (dist/index.js is a facade over it);
+ * - `lib`: everything `resil` itself loads (dist/index.js is a facade over it), and the credential
+ *   redaction every entry point uses;
+ * - `scheduler`: the job model and its validation, which the CLI, `resil/scheduler` and the
+ *   runner share;
  * - `cli-common`: the CLI's small helpers every command uses;
- * - `scheduler`: the job model the listing commands and the runner share;
  * - `loader`: the config loader with cosmiconfig and what it requires.
  *
  * The rest (the runner, the dashboard, the metrics server, each command) is chunked as the
  * imports fall. Packages stay imports, except the two only the CLI uses, commander and cosmiconfig
  * (with what they require): a CommonJS package imported from ESM goes through Node's CommonJS
  * loader and a lexer pass for its export names (about 10 ms of every command for these two);
- * bundled, they are part of the chunks above. Their licenses are collected into
+ * bundled, they are part of the chunks above (import-fresh, which cosmiconfig requires for one
+ * fallback, is replaced by `scripts/bundle-shims/import-fresh.cjs`). Their licenses are collected into
  * `dist/THIRD-PARTY-LICENSES.txt`. Each file has a source map with its sources inside. tsc
  * writes the declarations (`.d.ts`), one per source file, beside them.
  * `npm run bench -- cli-cold-start` measures the result.
@@ -27,7 +30,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type Plugin, rolldown } from 'rolldown';
 
@@ -47,7 +50,7 @@ export function entryPoints(manifest: { exports: Record<string, unknown> }): str
 /** Packages bundled into dist/ (see above); every other package stays an import. */
 export const bundledPackages = ['commander', 'cosmiconfig'];
 
-/** What cosmiconfig requires only for a TypeScript meta config, a loader resil replaces. */
+/** What cosmiconfig requires only for a TypeScript meta config (`.config/config.ts`): an optional peer. */
 const optionalRequires = ['typescript'];
 
 function packageName(specifier: string): string {
@@ -57,11 +60,13 @@ function packageName(specifier: string): string {
 
 function isExternal(id: string, importer: string | undefined): boolean {
   if (id.startsWith('node:')) return true;
-  if (id.startsWith('.') || id.startsWith('/')) return false;
+  if (id.startsWith('.') || isAbsolute(id)) return false;
   const name = packageName(id);
   if (optionalRequires.includes(name)) return true;
   // A bundled package's own dependencies come along.
-  return !bundledPackages.includes(name) && !importer?.includes('/node_modules/');
+  return (
+    !bundledPackages.includes(name) && !(importer !== undefined && /[\\/]node_modules[\\/]/.test(importer))
+  );
 }
 
 const path = (pattern: string) => new RegExp(pattern.replaceAll('/', '[\\\\/]'));
@@ -119,6 +124,7 @@ export async function buildDist(): Promise<void> {
   };
   const dist = join(root, 'dist');
   const library = staticGraphOf(resolve(root, 'src/index.ts'));
+  const redaction = path('/src/(stores|scheduler)/credentials\\.ts$');
   const bundle = await rolldown({
     cwd: root,
     input: Object.fromEntries(
@@ -127,10 +133,13 @@ export async function buildDist(): Promise<void> {
     platform: 'node',
     external: (id, importer) => isExternal(id, importer),
     transform: { target: 'node20' },
+    resolve: { alias: { 'import-fresh': join(root, 'scripts/bundle-shims/import-fresh.cjs') } },
     plugins: [library.plugin],
     onLog(level, log, handler) {
-      // A module imported both ways (logger.ts, lock-status.ts) is simply loaded with its importer.
-      if (log.code === 'INEFFECTIVE_DYNAMIC_IMPORT') return;
+      // The config loader imports validation early, while it searches; in dist/ validation is in
+      // the scheduler chunk, which every command has loaded already.
+      if (log.code === 'INEFFECTIVE_DYNAMIC_IMPORT' && log.message.startsWith('src/scheduler/resolve.ts '))
+        return;
       handler(level, log);
     },
   });
@@ -142,22 +151,22 @@ export async function buildDist(): Promise<void> {
     sourcemap: true,
     codeSplitting: {
       groups: [
-        { name: 'lib', test: (id) => library.modules.has(id), priority: 4 },
+        { name: 'lib', test: (id) => library.modules.has(id) || redaction.test(id), priority: 4 },
+        {
+          name: 'scheduler',
+          test: path('/src/scheduler/(config-error|timezone|occurrence|job|job-defaults|resolve)\\.ts$'),
+          priority: 3,
+        },
         {
           name: 'cli-common',
           test: path(
             '/src/cli/(output|usage-error|stop-signals|launcher|listen-address|commands/(store-error|instances))\\.ts$',
           ),
-          priority: 3,
-        },
-        {
-          name: 'scheduler',
-          test: path('/src/scheduler/(occurrence|timezone|job|config-error|credentials|errors)\\.ts$'),
           priority: 2,
         },
         {
           name: 'loader',
-          test: path('/(src/config/|src/scheduler/resolve\\.ts$|node_modules/(?!commander/))'),
+          test: path('/(src/config/|node_modules/(?!commander/))'),
           priority: 1,
         },
       ],

@@ -53,8 +53,7 @@ async function findAndResolve(options: LoadConfigOptions): Promise<ResolvedConfi
   // Loaded while the config is found and imported (validation brings croner and the strategies).
   const validation = import('../scheduler/resolve.ts');
   validation.catch(() => {}); // awaited below; no unhandled rejection when the search fails first
-  // `default`, the CommonJS module's exports: what Node gives, and all the build's bundle gives.
-  const { cosmiconfig } = (await import('cosmiconfig')).default;
+  const { cosmiconfig } = await import('cosmiconfig');
   // Validation's modules before a TypeScript config turns source maps on; a bundle is still
   // built (or found in the compile cache) meanwhile.
   loadBeforeSourceMaps(validation);

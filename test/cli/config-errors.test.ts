@@ -238,6 +238,16 @@ export default { jobs: [] };
     expectConfigError(result, ['no resil config found', 'resil.config.ts', 'pass --config <file>']);
   });
 
+  it('a cosmiconfig meta config (.config/config.cjs) that throws: its own error is what is reported', async () => {
+    const result = await listIn({
+      'resil.config.mjs': `export default { jobs: [{ name: 'a', schedule: '0 5 * * *', ${run} }] };\n`,
+      '.config/config.cjs': "throw new Error('the meta config is broken');\n",
+    });
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toContain('Error: the meta config is broken');
+    expect(result.stderr).not.toMatch(/ReferenceError|is not defined/);
+  });
+
   it('bad JSON in .resilrc.json', async () => {
     const result = await listIn({ '.resilrc.json': '{ "jobs": [ }' });
     expectConfigError(result, [result.project.path('.resilrc.json')]);
