@@ -1,4 +1,7 @@
 #!/usr/bin/env node
-import { main } from '../dist/cli/main.js';
+// The parent as this process starts, before the CLI's modules load: a launcher (npm) stopped in
+// the meantime is still noticed (see src/cli/launcher.ts).
+const launchedBy = process.ppid;
+const { main } = await import('../dist/cli/main.js');
 
-await main();
+await main(process.argv, { launchedBy });

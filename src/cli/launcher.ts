@@ -11,12 +11,13 @@ export const launcherCheckMs = 1_000;
 let parentAtStart: number | undefined;
 
 /**
- * Notes the parent pid as the CLI starts, before anything is printed. A supervisor may stop npm as
- * soon as resil says it is ready, and npm may be gone before the watch below starts: the watch
- * compares with this pid, so a launcher that exited meanwhile is still noticed.
+ * Notes the parent pid as the CLI starts (`parentPid`, read by bin/resil.js before the CLI's
+ * modules load, else now), before anything is printed. A supervisor may stop npm as soon as resil
+ * says it is ready, and npm may be gone before the watch below starts: the watch compares with
+ * this pid, so a launcher that exited meanwhile is still noticed.
  */
-export function rememberLauncher(): void {
-  parentAtStart ??= process.ppid;
+export function rememberLauncher(parentPid: number = process.ppid): void {
+  parentAtStart ??= parentPid;
 }
 
 /** The launcher's name when this process was started by a package manager's run-script or exec, else undefined. */

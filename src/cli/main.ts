@@ -96,10 +96,14 @@ function reportError(error: unknown, helpers: CommandHelpers): number {
 
 /**
  * Runs the `resil` CLI and exits the process with the command's exit code, after closing the
- * config's store and flushing stdout and stderr.
+ * config's store and flushing stdout and stderr. `launchedBy`: the parent pid as the process
+ * started (see launcher.ts); defaults to the parent now.
  */
-export async function main(argv: readonly string[] = process.argv): Promise<never> {
-  rememberLauncher();
+export async function main(
+  argv: readonly string[] = process.argv,
+  { launchedBy }: { launchedBy?: number } = {},
+): Promise<never> {
+  rememberLauncher(launchedBy);
   let exitCode: number = exitCodes.ok;
   let configPromise: Promise<ResolvedConfig> | undefined;
   let config: ResolvedConfig | undefined;

@@ -4,7 +4,7 @@
  */
 import { mkdirSync, symlinkSync } from 'node:fs';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { packageManagerLauncher, watchLauncher } from '../../src/cli/launcher.ts';
+import { packageManagerLauncher, rememberLauncher, watchLauncher } from '../../src/cli/launcher.ts';
 import { spawnProcess, waitUntil } from '../support/processes.ts';
 import { createProject, ensureCliBuilt, type Project } from './cli-support.ts';
 
@@ -53,6 +53,17 @@ describe('watchLauncher', () => {
     expect(early).toEqual([]);
     vi.advanceTimersByTime(1);
     expect(early).toEqual(['npm run start']);
+
+    // The same through the pid the CLI noted as it started (what bin/resil.js passes to main()).
+    rememberLauncher(4242);
+    const noted: string[] = [];
+    watchLauncher((launcher) => noted.push(launcher), {
+      env: { npm_command: 'exec' },
+      intervalMs: 1_000,
+      parentPid: () => 1,
+    });
+    vi.advanceTimersByTime(1_000);
+    expect(noted).toEqual(['npm exec']);
 
     const fromShell: string[] = [];
     watchLauncher((launcher) => fromShell.push(launcher), { env: {}, parentPid: () => parent++ });
