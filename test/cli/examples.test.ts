@@ -1,10 +1,19 @@
 import { readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
-import { beforeAll, describe, expect, it } from 'vitest';
-import { redisUrlForTests } from '../support/redis.ts';
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { deleteKeys, redisUrlForTests } from '../support/redis.ts';
 import { ensureCliBuilt, repoRoot, runCli } from './cli-support.ts';
 
 const redisUrl = await redisUrlForTests();
+
+async function withClient<T>(use: (client: Redis) => Promise<T>): Promise<T> {
+  const client = new Redis(redisUrl!);
+  try {
+    return await use(client);
+  } finally {
+    client.disconnect();
+  }
+}
 
 beforeAll(() => ensureCliBuilt());
 
@@ -44,6 +53,11 @@ describe("the repository's example config (resil.config.ts + jobs/)", () => {
 });
 
 describe.skipIf(!redisUrl)('the example config on Redis (REDIS_URL set)', () => {
+  // The examples' own keys (jobs/store.ts), this job's only: its lease, token, fence and value.
+  const jobKeys = 'resil-examples:{nightly-report}:';
+  beforeEach(() => withClient((client) => deleteKeys(client, jobKeys)));
+  afterEach(() => withClient((client) => deleteKeys(client, jobKeys)));
+
   it('writes the nightly report through RedisLockStore#fencedSet, under the fence of the run token', async () => {
     const result = await runCli(['jobs', 'run', 'nightly-report'], {
       cwd: repoRoot,
@@ -53,14 +67,11 @@ describe.skipIf(!redisUrl)('the example config on Redis (REDIS_URL set)', () => 
     const where = /"where":"redis ([^"]+)"/.exec(result.stdout)?.[1];
     expect(where).toBe('resil-examples:{nightly-report}:value:latest.json');
     const token = Number(/"token":(\d+)/.exec(result.stdout)?.[1]);
-    const client = new Redis(redisUrl!);
-    try {
+    await withClient(async (client) => {
       const report = JSON.parse((await client.get(where!)) ?? 'null') as { attempt: number } | null;
       expect(report?.attempt).toBe(1);
       // The fence keeps the newest token that wrote: this run's.
-      expect(Number(await client.get('resil-examples:{nightly-report}:fence'))).toBe(token);
-    } finally {
-      client.disconnect();
-    }
+      expect(Number(await client.get(`${jobKeys}fence`))).toBe(token);
+    });
   });
 });
