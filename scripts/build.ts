@@ -71,7 +71,7 @@ function isExternal(id: string, importer: string | undefined): boolean {
 
 const path = (pattern: string) => new RegExp(pattern.replaceAll('/', '[\\\\/]'));
 
-/** The modules `src/index.ts` loads, directly or through its static imports. */
+/** The modules `entry` loads, itself and those its static imports reach (filled in at the end of the build's graph). */
 function staticGraphOf(entry: string): { plugin: Plugin; modules: Set<string> } {
   const modules = new Set<string>();
   const plugin: Plugin = {
