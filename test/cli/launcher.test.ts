@@ -102,63 +102,52 @@ export default defineConfig({
     }
   };
 
+  /**
+   * Starts `npm <args>` in the project, waits for the line `ready` from the process npm started,
+   * sends npm SIGTERM and waits for that process to be gone; returns the output.
+   */
+  async function stopThroughNpm(args: string[], ready: RegExp, what: string): Promise<string> {
+    const npm = spawnProcess('npm', args, {
+      cwd: project.directory,
+      env: { ...process.env, NO_COLOR: '1', LOG_LEVEL: 'info' },
+      name: 'npm',
+    });
+    let childPid: number | undefined;
+    try {
+      const line = await npm.waitForOutput(ready, 30_000);
+      childPid = (JSON.parse(line) as { pid: number }).pid;
+      expect(childPid).not.toBe(npm.pid);
+      npm.kill('SIGTERM');
+      await npm.exited;
+      // npm exits at once: the child notices within a second and stops as on a signal of its own.
+      await waitUntil(`${what} to exit`, () => !alive(childPid!), { timeoutMs: 10_000, intervalMs: 50 });
+      return npm.output();
+    } finally {
+      if (childPid !== undefined && alive(childPid)) process.kill(childPid, 'SIGKILL');
+      await npm.stop();
+    }
+  }
+
   it.each([
     ['npx resil run', ['exec', '--', 'resil', 'run'], 'npm exec'],
     ['npm start', ['start'], 'npm start'],
   ])(
     '%s: npm exits, the runner logs the graceful stop and is gone within a few seconds',
     async (_, args, launcher) => {
-      const npm = spawnProcess('npm', args, {
-        cwd: project.directory,
-        env: { ...process.env, NO_COLOR: '1', LOG_LEVEL: 'info' },
-        name: 'npm',
-      });
-      let runnerPid: number | undefined;
-      try {
-        const fired = await npm.waitForOutput(/"msg":"job succeeded"/, 30_000);
-        runnerPid = (JSON.parse(fired) as { pid: number }).pid;
-        expect(runnerPid).not.toBe(npm.pid);
-        npm.kill('SIGTERM');
-        await npm.exited;
-        // npm exits at once: the runner notices within a second and stops as on a signal of its own.
-        await waitUntil('the runner to exit', () => !alive(runnerPid!), {
-          timeoutMs: 10_000,
-          intervalMs: 50,
-        });
-        const output = npm.output();
-        expect(output).toContain(`"launcher":"${launcher}","msg":"${launcher} exited: stopping gracefully"`);
-        expect(output).toMatch(/"msg":"exiting"/);
-      } finally {
-        if (runnerPid !== undefined && alive(runnerPid)) process.kill(runnerPid, 'SIGKILL');
-        await npm.stop();
-      }
+      const output = await stopThroughNpm(args, /"msg":"job succeeded"/, 'the runner');
+      expect(output).toContain(`"launcher":"${launcher}","msg":"${launcher} exited: stopping gracefully"`);
+      expect(output).toMatch(/"msg":"exiting"/);
     },
     60_000,
   );
 
   it('npx resil dashboard: npm exits, the dashboard logs its stop and is gone within a few seconds', async () => {
-    const npm = spawnProcess('npm', ['exec', '--', 'resil', 'dashboard', '--port', '0'], {
-      cwd: project.directory,
-      env: { ...process.env, NO_COLOR: '1', LOG_LEVEL: 'info' },
-      name: 'npm',
-    });
-    let dashboardPid: number | undefined;
-    try {
-      const listening = await npm.waitForOutput(/"msg":"dashboard on /, 30_000);
-      dashboardPid = (JSON.parse(listening) as { pid: number }).pid;
-      expect(dashboardPid).not.toBe(npm.pid);
-      npm.kill('SIGTERM');
-      await npm.exited;
-      await waitUntil('the dashboard to exit', () => !alive(dashboardPid!), {
-        timeoutMs: 10_000,
-        intervalMs: 50,
-      });
-      const output = npm.output();
-      expect(output).toContain('"launcher":"npm exec","msg":"npm exec exited: stopping the dashboard"');
-      expect(output).toMatch(/"msg":"dashboard stopped"/);
-    } finally {
-      if (dashboardPid !== undefined && alive(dashboardPid)) process.kill(dashboardPid, 'SIGKILL');
-      await npm.stop();
-    }
+    const output = await stopThroughNpm(
+      ['exec', '--', 'resil', 'dashboard', '--port', '0'],
+      /"msg":"dashboard on /,
+      'the dashboard',
+    );
+    expect(output).toContain('"launcher":"npm exec","msg":"npm exec exited: stopping the dashboard"');
+    expect(output).toMatch(/"msg":"dashboard stopped"/);
   }, 60_000);
 });
