@@ -69,6 +69,21 @@ describe('config defaults', () => {
     expect(await overlapOf({ overlap: 'allow-all' })).toBe('allow-all');
   });
 
+  it('checks each distinct schedule once, and still reports a bad one for every job that has it', async () => {
+    const problems = await problemsOf({
+      timezone: 'UTC',
+      jobs: [
+        { name: 'a', schedule: '61 * * * *', run },
+        { name: 'b', schedule: '0 2 * * *', run },
+        { name: 'c', schedule: '61 * * * *', run },
+        { name: 'd', schedule: '61 * * * *', timezone: 'Europe/Berlin', run },
+      ],
+    });
+    expect(problems.filter((line) => line.includes('invalid cron expression "61 * * * *"'))).toHaveLength(3);
+    expect(problems.join('\n')).toMatch(/job "a"[\s\S]*job "c"[\s\S]*job "d"/);
+    expect(problems.join('\n')).not.toContain('job "b"');
+  });
+
   it('rejects an unknown overlap policy, naming the policies and the closest one', async () => {
     const error = await resolveConfig(
       { jobs: [{ name: 'a', schedule: '* * * * *', run, overlap: 'buffer-al' }] },
