@@ -30,14 +30,15 @@
  */
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type Plugin, rolldown } from 'rolldown';
+import { packageNameOf } from '../src/config/compile-cache.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 
 /** `./dist/stores/redis/index.js` -> `src/stores/redis/index.ts`, for each entry of `exports`. */
-export function entryPoints(manifest: { exports: Record<string, unknown> }): string[] {
+function entryPoints(manifest: { exports: Record<string, unknown> }): string[] {
   const sources = new Set<string>(['src/cli/main.ts']);
   for (const target of Object.values(manifest.exports)) {
     const file = typeof target === 'string' ? target : (target as { default?: string }).default;
@@ -53,15 +54,10 @@ export const bundledPackages = ['commander', 'cosmiconfig'];
 /** What cosmiconfig requires only for a TypeScript meta config (`.config/config.ts`): an optional peer. */
 const optionalRequires = ['typescript'];
 
-function packageName(specifier: string): string {
-  const parts = specifier.split('/');
-  return specifier.startsWith('@') ? `${parts[0]}/${parts[1]}` : parts[0]!;
-}
-
 function isExternal(id: string, importer: string | undefined): boolean {
   if (id.startsWith('node:')) return true;
-  if (id.startsWith('.') || isAbsolute(id)) return false;
-  const name = packageName(id);
+  const name = packageNameOf(id);
+  if (name === null) return false;
   if (optionalRequires.includes(name)) return true;
   // A bundled package's own dependencies come along.
   return (
@@ -135,13 +131,6 @@ export async function buildDist(): Promise<void> {
     transform: { target: 'node20' },
     resolve: { alias: { 'import-fresh': join(root, 'scripts/bundle-shims/import-fresh.cjs') } },
     plugins: [library.plugin],
-    onLog(level, log, handler) {
-      // The config loader imports validation early, while it searches; in dist/ validation is in
-      // the scheduler chunk, which every command has loaded already.
-      if (log.code === 'INEFFECTIVE_DYNAMIC_IMPORT' && log.message.startsWith('src/scheduler/resolve.ts '))
-        return;
-      handler(level, log);
-    },
   });
   const { output } = await bundle.generate({
     dir: 'dist',

@@ -37,19 +37,7 @@ async function importCompiled(file: string): Promise<Record<string, unknown>> {
   return importBundle(url);
 }
 
-/** What loads before source maps are turned on (see {@link loadBeforeSourceMaps}). */
-let beforeSourceMaps: Promise<unknown> | undefined;
-
-/**
- * `loading` finishes before a bundle turns source maps on: Node reads the source map of every
- * module loaded after that, so the modules a command needs anyway had better come first.
- */
-export function loadBeforeSourceMaps(loading: Promise<unknown>): void {
-  beforeSourceMaps = loading.catch(() => {});
-}
-
 async function importBundle(url: string): Promise<Record<string, unknown>> {
-  await beforeSourceMaps;
   // Stack traces (and the line an error thrown while loading is reported at) name the original
   // files through the inline source map. Left on: a job's errors later point at its source too.
   process.setSourceMapsEnabled(true);

@@ -2,9 +2,10 @@ import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { ConfigError, isConfigError } from '../scheduler/config-error.ts';
 import type { ResolvedConfig } from '../scheduler/job.ts';
+import { resolveConfig } from '../scheduler/resolve.ts';
 import { stopBundler } from './bundle.ts';
 import { configSearchPlaces } from './defaults.ts';
-import { importDefault, loadBeforeSourceMaps } from './import-module.ts';
+import { importDefault } from './import-module.ts';
 import { describeLoadError } from './load-error.ts';
 
 export interface LoadConfigOptions {
@@ -50,13 +51,7 @@ export async function loadConfig(options: LoadConfigOptions = {}): Promise<Resol
 async function findAndResolve(options: LoadConfigOptions): Promise<ResolvedConfig> {
   const cwd = options.cwd ?? process.cwd();
   const configPath = options.configPath === undefined ? undefined : resolve(cwd, options.configPath);
-  // Loaded while the config is found and imported (validation brings croner and the strategies).
-  const validation = import('../scheduler/resolve.ts');
-  validation.catch(() => {}); // awaited below; no unhandled rejection when the search fails first
   const { cosmiconfig } = await import('cosmiconfig');
-  // Validation's modules before a TypeScript config turns source maps on; a bundle is still
-  // built (or found in the compile cache) meanwhile.
-  loadBeforeSourceMaps(validation);
   const moduleLoader = (filepath: string) => loadModule(filepath);
   const explorer = cosmiconfig('resil', {
     searchPlaces: [...configSearchPlaces],
@@ -97,6 +92,5 @@ async function findAndResolve(options: LoadConfigOptions): Promise<ResolvedConfi
   if (result.isEmpty === true) {
     throw new ConfigError({ file: result.filepath, message: 'the config file is empty' });
   }
-  const { resolveConfig } = await validation;
   return resolveConfig(result.config, result.filepath, { importJob: importDefault });
 }
