@@ -8,13 +8,8 @@ import { isBuiltin } from 'node:module';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { bundledPackages } from '../../scripts/build.ts';
+import { packageNameOf } from '../../src/config/compile-cache.ts';
 import { ensureBuilt, repoRoot } from '../cli/run-process.ts';
-
-const packageName = (specifier: string) =>
-  specifier
-    .split('/')
-    .slice(0, specifier.startsWith('@') ? 2 : 1)
-    .join('/');
 
 describe('the packages dist/ imports', () => {
   beforeAll(() => ensureBuilt(), 200_000);
@@ -38,7 +33,9 @@ describe('the packages dist/ imports', () => {
         imported.add(match[1]!);
       }
     }
-    const packages = [...imported].filter((specifier) => !isBuiltin(specifier)).map(packageName);
+    const packages = [...imported]
+      .filter((specifier) => !isBuiltin(specifier))
+      .map((specifier) => packageNameOf(specifier)!);
     expect(packages).toContain('croner');
     expect(packages.filter((name) => !available.has(name))).toEqual([]);
     expect(packages.filter((name) => bundledPackages.includes(name))).toEqual([]);
