@@ -11,7 +11,7 @@ import {
 import { FakeTimeProvider } from 'resil/testing';
 import { describe, expect, it } from 'vitest';
 import { retryDelay } from '../../src/strategies/retry/backoff.ts';
-import { retryLimits } from '../../src/strategies/retry/defaults.ts';
+import { maxRetryDelay, minRetryAttempts, minRetryDelay } from '../../src/strategies/retry/defaults.ts';
 
 function setup(options: RetryStrategyOptions = {}) {
   const time = new FakeTimeProvider();
@@ -47,9 +47,10 @@ describe('retry defaults (Polly v8)', () => {
       backoffType: 'constant',
       useJitter: false,
     });
-    expect(retryLimits).toEqual({
-      maxRetryAttempts: { min: 1, max: Number.POSITIVE_INFINITY },
-      delay: { min: 0, max: 86_400_000 },
+    expect({ minRetryAttempts, minRetryDelay, maxRetryDelay }).toEqual({
+      minRetryAttempts: 1,
+      minRetryDelay: 0,
+      maxRetryDelay: 86_400_000,
     });
   });
 

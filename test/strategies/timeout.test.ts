@@ -11,7 +11,7 @@ import {
 } from 'resil';
 import { FakeTimeProvider } from 'resil/testing';
 import { describe, expect, it } from 'vitest';
-import { timeoutLimits } from '../../src/strategies/timeout/defaults.ts';
+import { maxTimeout, minTimeout } from '../../src/strategies/timeout/defaults.ts';
 
 /** Waits until the signal aborts, then rejects with its reason, as a well-behaved callback does. */
 function untilAborted({ signal }: ResilienceContext): Promise<never> {
@@ -41,7 +41,7 @@ function setup(options: TimeoutStrategyOptions | number | string = 1_000) {
 describe('timeout defaults (Polly v8)', () => {
   it('pins every default and bound', () => {
     expect(timeoutDefaults).toEqual({ timeout: 30_000 });
-    expect(timeoutLimits).toEqual({ timeout: { min: 10, max: 86_400_000 } });
+    expect({ minTimeout, maxTimeout }).toEqual({ minTimeout: 10, maxTimeout: 86_400_000 });
   });
 
   it('times out after 30 s by default', async () => {

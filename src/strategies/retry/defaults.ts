@@ -4,6 +4,7 @@ export const defaultMaxRetryAttempts = 3;
 export const defaultDelay = 2_000;
 export const defaultBackoffType = 'constant';
 export const defaultUseJitter = false;
+// Polly's bounds: at least one retry (Infinity for no limit); delays from zero to one day.
 export const minRetryAttempts = 1;
 export const minRetryDelay = 0;
 export const maxRetryDelay = 86_400_000;
@@ -14,10 +15,4 @@ export const retryDefaults = {
   delay: defaultDelay,
   backoffType: defaultBackoffType,
   useJitter: defaultUseJitter,
-} as const;
-
-/** Polly's bounds: at least one retry (Infinity for no limit); delays from zero to one day. */
-export const retryLimits = {
-  maxRetryAttempts: { min: minRetryAttempts, max: Infinity },
-  delay: { min: minRetryDelay, max: maxRetryDelay },
 } as const;
