@@ -33,8 +33,6 @@ export interface WatchLauncherOptions {
   intervalMs?: number;
   /** The current parent pid. Defaults to `process.ppid`. */
   parentPid?: () => number;
-  /** The parent pid the process started with. Defaults to the one `rememberLauncher()` noted, else the current one. */
-  startParentPid?: number;
 }
 
 /**
@@ -50,7 +48,8 @@ export function watchLauncher(
   const launcher = packageManagerLauncher(options.env);
   if (launcher === undefined) return () => {};
   const parentPid = options.parentPid ?? (() => process.ppid);
-  const first = options.startParentPid ?? parentAtStart ?? parentPid();
+  // The parent the process started with (see rememberLauncher), else the one it has now.
+  const first = parentAtStart ?? parentPid();
   const timer = setInterval(() => {
     if (parentPid() === first) return;
     clearInterval(timer);
