@@ -47,14 +47,19 @@ export function meteredListener(
   const success: Attributes = { ...named, outcome: 'success' };
   // One attributes object per strategy and event (and per error type), made on first use: events
   // can come with every call.
-  const eventAttributes = new Map<string, Attributes>();
+  // Keyed by strategy, then event: no key string is built per event.
+  const eventAttributes = new Map<string, Map<string, Attributes>>();
   const failureAttributes = new Map<string, Attributes>();
   const listener = (event: TelemetryEvent) => {
-    const id = `${event.strategy}\0${event.event}`;
-    let attributes = eventAttributes.get(id);
+    let ofStrategy = eventAttributes.get(event.strategy);
+    if (ofStrategy === undefined) {
+      ofStrategy = new Map();
+      eventAttributes.set(event.strategy, ofStrategy);
+    }
+    let attributes = ofStrategy.get(event.event);
     if (attributes === undefined) {
       attributes = { event: event.event, strategy: event.strategy, ...named };
-      eventAttributes.set(id, attributes);
+      ofStrategy.set(event.event, attributes);
     }
     instruments.events.add(1, attributes);
   };
