@@ -100,13 +100,9 @@ export interface JobListing {
  * Each job of the config as `resil jobs list --json` shows it (next run after `now`, last run and
  * pause from the store's run ledger). Never throws for an unreachable store: see `ledgerError`.
  */
-export async function readJobListing(
-  config: ResolvedConfig,
-  now = new Date(),
-  // A caller that lists again and again (the dashboard) keeps one, so each schedule is parsed once.
-  schedules = new JobSchedules(),
-): Promise<JobListing> {
+export async function readJobListing(config: ResolvedConfig, now = new Date()): Promise<JobListing> {
   const { views, error } = await ledgerViews(config);
+  const schedules = new JobSchedules();
   const entries = config.jobs.map((job) => toEntry(job, now, views?.get(job.name), schedules));
   return { entries, withLedger: views !== undefined, ...(error === undefined ? {} : { ledgerError: error }) };
 }

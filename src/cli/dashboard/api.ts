@@ -1,5 +1,4 @@
 import { ledgerKeyOf, type ResolvedConfig, type ResolvedJob } from '../../scheduler/job.ts';
-import { JobSchedules } from '../../scheduler/occurrence.ts';
 import type { OverlapPolicy } from '../../strategies/lock/run-ledger.ts';
 import { hasInstanceRegistry, hasJobPauses, hasRunLedger } from '../../strategies/lock/run-ledger.ts';
 import type { LeaseInfo } from '../../strategies/lock/store.ts';
@@ -174,19 +173,8 @@ function durationOf(startedAt: string | null, endedAt: string | null): number | 
   return startedAt === null || endedAt === null ? null : Date.parse(endedAt) - Date.parse(startedAt);
 }
 
-/** The schedules of each loaded config, kept across polls: every open page asks every 2 s. */
-const schedulesByConfig = new WeakMap<ResolvedConfig, JobSchedules>();
-/** Each schedule in words, worked out once. */
+/** Each schedule in words, worked out once: every open page asks every 2 s. */
 const descriptions = new Map<string, string | null>();
-
-function schedulesOf(config: ResolvedConfig): JobSchedules {
-  let schedules = schedulesByConfig.get(config);
-  if (schedules === undefined) {
-    schedules = new JobSchedules();
-    schedulesByConfig.set(config, schedules);
-  }
-  return schedules;
-}
 
 function descriptionOf(schedule: string): string | null {
   let description = descriptions.get(schedule);
@@ -204,7 +192,7 @@ async function readJobs(
   view: StoreView,
 ): Promise<DashboardJob[]> {
   const [listing, leases] = await Promise.all([
-    readJobListing({ ...config, jobs }, now, schedulesOf(config)),
+    readJobListing({ ...config, jobs }, now),
     readLeases(config, jobs, view),
   ]);
   if (listing.ledgerError !== undefined) view.error ??= listing.ledgerError;
