@@ -106,6 +106,14 @@ function dollarQuote(body: string): string {
 /** A SQL string literal (standard_conforming_strings, the default since PostgreSQL 9.1). */
 export const literal = (text: string) => `'${text.replaceAll("'", "''")}'`;
 
+/**
+ * SQL that is true when a release of `key` (an SQL expression) should be announced: someone waits
+ * on it (a listening client holds the key's waiter lock shared, so the release cannot take it), and
+ * the key fits a NOTIFY payload (8000 bytes; a longer key is not announced, its waiters poll).
+ */
+export const someoneWaitsOn = (t: PostgresTables, key: string) =>
+  `octet_length(${key}) < 8000 AND NOT pg_try_advisory_xact_lock(${t.waiterLockClass}, hashtext(${key}))`;
+
 // The failure messages the ledger records for an occurrence it gives up, as MemoryLockStore's.
 const abandonedMessage = literal(
   'abandoned: its holder stopped renewing the lease and no instance took it over before the deadline',
@@ -384,8 +392,7 @@ IF p_overlap <> 'allow-all' THEN
     current_job = CASE WHEN current_job = p_job AND current_at = v_at THEN NULL ELSE current_job END,
     current_at = CASE WHEN current_job = p_job AND current_at = v_at THEN NULL ELSE current_at END
   WHERE key = p_key AND owner = p_owner;
-  IF FOUND AND octet_length(p_key) < 8000
-    AND NOT pg_try_advisory_xact_lock(${t.waiterLockClass}, hashtext(p_key)) THEN
+  IF FOUND AND ${someoneWaitsOn(t, 'p_key')} THEN
     PERFORM pg_notify(${literal(t.releaseChannel)}, p_key);
   END IF;
 END IF;`

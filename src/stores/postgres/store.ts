@@ -25,7 +25,7 @@ import { postgresLockStoreDefaults } from './defaults.ts';
 import { storeUnavailable } from './errors.ts';
 import type { PostgresLockStoreOptions } from './options.ts';
 import { ReleaseNotifications } from './release-notifications.ts';
-import { literal, type PostgresTables, resolveTables, setupSql, toMs } from './schema.ts';
+import { literal, type PostgresTables, resolveTables, setupSql, someoneWaitsOn, toMs } from './schema.ts';
 
 const msInterval = (parameter: string) => `${parameter}::float8 * interval '1 millisecond'`;
 
@@ -59,15 +59,13 @@ RETURNING token`,
     renew: `UPDATE ${t.leases} SET expires_at = now() + ${msInterval('$3')}
 WHERE key = $1::text AND owner = $2::text AND expires_at > now()`,
     // The row (and its token) stays: only the lease is cleared, so tokens keep increasing. When
-    // someone waits on the key (a listening client holds the key's waiter lock shared, so the
-    // release cannot take it), the release announces the key on the store's channel, which wakes
-    // the waiters (onRelease) once it commits. A key too long for a NOTIFY payload (8000 bytes)
-    // is not announced: its waiters poll.
+    // someone waits on the key (someoneWaitsOn), the release announces the key on the store's
+    // channel, which wakes the waiters (onRelease) once it commits.
     release: `WITH released AS (
   UPDATE ${t.leases} SET owner = NULL, expires_at = NULL WHERE key = $1::text AND owner = $2::text RETURNING key
 )
 SELECT pg_notify(${literal(t.releaseChannel)}, key) FROM released
-WHERE octet_length(key) < 8000 AND NOT pg_try_advisory_xact_lock(${t.waiterLockClass}, hashtext(key))`,
+WHERE ${someoneWaitsOn(t, 'key')}`,
     inspect: `SELECT owner, token, (extract(epoch FROM expires_at) * 1000)::float8 AS expires_at
 FROM ${t.leases} WHERE key = $1::text AND owner IS NOT NULL AND expires_at > now()`,
     now: 'SELECT (extract(epoch FROM now()) * 1000)::float8 AS now',
