@@ -108,7 +108,7 @@ export const ledgerMessages = {
  * `cancel-other` fire), `queuedUntil` (the deadline of a `queued` one). Every number in a record is
  * a '%d' string: cjson prints numbers with 14 significant digits, and tokens have 16.
  */
-const ledgerPrelude = `
+const ledgerPrelude = `${releaseOne}
 local job, at, owner, overlap = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
 local perOccurrence = overlap == 'allow-all'
 local time = redis.call('TIME')
@@ -178,20 +178,16 @@ local function trim(retention, limit)
   end
 end
 
--- Frees the occurrence's lease when it is the caller's (the memory store's #releaseOccurrence).
--- The channel a release of the key publishes on (set by the scripts that release), as release's.
-local releasedChannel = nil
-
-local function releaseOccurrence(when, record)
+-- Frees the occurrence's lease when it is the caller's (the memory store's #releaseOccurrence),
+-- as a release does, publishing on the key's channel.
+local function releaseOccurrence(when, record, channel)
   if record.owner ~= owner then return end
   record.expiresAt = fmt(now)
   put(when, record)
   if perOccurrence then return end
-  if redis.call('GET', KEYS[1]) == owner then
-    redis.call('DEL', KEYS[1])
+  if release(KEYS[1], owner, channel) == 1 then
     local current = redis.call('HMGET', KEYS[3], 'job', 'at')
     if current[1] == job and current[2] == fmt(when) then redis.call('DEL', KEYS[3]) end
-    if releasedChannel then redis.call('PUBLISH', releasedChannel, '') end
   end
 end
 `;
@@ -348,11 +344,10 @@ return granted
  * occurrence's lease is freed, which wakes the key's waiters).
  */
 const renewOccurrenceScript = `${ledgerPrelude}
-releasedChannel = ARGV[6]
 local record = get(at)
 if not record or record.outcome ~= 'running' or record.owner ~= owner or not (expiry(record) > now) then return 0 end
 if record.cancelled then
-  releaseOccurrence(at, record)
+  releaseOccurrence(at, record, ARGV[6])
   return 0
 end
 -- Under the key's lease, that lease must still be the holder's too.
@@ -372,10 +367,9 @@ return 1
  * record limit, at most 100 of each per call.
  */
 const finishOccurrenceScript = `${ledgerPrelude}
-releasedChannel = ARGV[11]
 local token, outcome = tonumber(ARGV[5]), ARGV[6]
 local record = get(at)
-if record then releaseOccurrence(at, record) end
+if record then releaseOccurrence(at, record, ARGV[11]) end
 local latest = record and tonumber(record.token)
 if latest and latest > token then return fmt(latest) end
 if record and record.cancelled and outcome == 'failure' then
