@@ -4,6 +4,7 @@
  */
 import { type Duration, type LockStore, ResiliencePipelineBuilder } from 'resil';
 import { expect, it } from 'vitest';
+import { deferred } from '../strategies/lock/recording-store.ts';
 import { waitUntil } from './processes.ts';
 
 const ttl = 30_000;
@@ -11,11 +12,8 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** A callback that holds the lock until `release()`. */
 export function heldUntilReleased(): { hold: () => Promise<void>; release: () => void } {
-  let release: () => void = () => {};
-  const held = new Promise<void>((resolve) => {
-    release = resolve;
-  });
-  return { hold: () => held, release };
+  const { promise, resolve } = deferred();
+  return { hold: () => promise, release: () => resolve() };
 }
 
 /** A pipeline that locks `key` on `store`, waiting up to `wait`. */
