@@ -3,7 +3,8 @@
  *
  * `compare()` measures several cases in the same process, interleaved round by round so that drift
  * (CPU frequency, another process on the machine, GC) hits every case alike, and reports each case's
- * median time per call and its ratio to a baseline case as a markdown table.
+ * median time per call and its ratio to a baseline case (the median of its per-round ratios) as a
+ * markdown table.
  */
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
@@ -30,7 +31,7 @@ export interface BenchRow {
   /** Median nanoseconds per call over the measured rounds. */
   nsPerOp: number;
   opsPerSec: number;
-  /** nsPerOp / baseline's nsPerOp (1 for the baseline itself). */
+  /** Median over the rounds of this case's time per call / the baseline's in the same round (1 for the baseline itself). */
   ratio: number;
   /** Calls measured in total. */
   iterations: number;
@@ -140,7 +141,9 @@ export async function compare(
     }
     const rounds = Math.max(5, Math.round(timeMs / roundTargetMs));
     for (let round = 0; round < rounds; round++) {
-      for (let i = 0; i < cases.length; i++) {
+      // Every other round runs the cases in reverse, so no case always runs right after another.
+      for (let step = 0; step < cases.length; step++) {
+        const i = round % 2 === 0 ? step : cases.length - 1 - step;
         const size = batch[i]!;
         samples[i]!.push((await loops[i]!(size)) / size);
         iterationsDone[i]! += size;
@@ -150,12 +153,17 @@ export async function compare(
   }
 
   const nsPerOp = samples.map(median);
-  const baselineNs = nsPerOp[cases.findIndex((c) => c.name === baselineName)]!;
+  const baselineSamples = samples[cases.findIndex((c) => c.name === baselineName)]!;
+  // The ratio pairs each round with the baseline's round next to it, so drift slower than a round
+  // (another process, CPU frequency) cancels out instead of widening the spread.
+  const ratios = samples.map((caseSamples) =>
+    median(caseSamples.map((sample, round) => sample / baselineSamples[round]!)),
+  );
   const rows: BenchRow[] = cases.map((c, i) => ({
     name: c.name,
     nsPerOp: nsPerOp[i]!,
     opsPerSec: 1e9 / nsPerOp[i]!,
-    ratio: nsPerOp[i]! / baselineNs,
+    ratio: ratios[i]!,
     iterations: iterationsDone[i]!,
   }));
   printTable(

@@ -176,20 +176,19 @@ export default async function redisBench(options: BenchOptions): Promise<void> {
       baseline: raw.name,
     });
 
+    await printCpuTime('CPU per op of sequential acquire + release', rawClient, sequential, options);
+
     const parallelKeys = 16;
-    await compare(
-      `Redis lock: ${parallelKeys} keys in parallel (one op = ${parallelKeys} x acquire + release)`,
-      contenders.map((contender) => {
-        const keys = Array.from({ length: parallelKeys }, (_, index) =>
-          keyOf(contender, `parallel-${index}`),
-        );
-        return {
-          name: contender.name,
-          run: () => Promise.all(keys.map((key) => acquireRelease(contender, key, owner))),
-        };
-      }),
-      { ...options, baseline: raw.name },
-    );
+    const parallel: BenchCase[] = contenders.map((contender) => {
+      const keys = Array.from({ length: parallelKeys }, (_, index) => keyOf(contender, `parallel-${index}`));
+      return {
+        name: contender.name,
+        run: () => Promise.all(keys.map((key) => acquireRelease(contender, key, owner))),
+      };
+    });
+    const parallelTitle = `${parallelKeys} keys in parallel (one op = ${parallelKeys} x acquire + release)`;
+    await compare(`Redis lock: ${parallelTitle}`, parallel, { ...options, baseline: raw.name });
+    await printCpuTime(`CPU per op of ${parallelTitle}`, rawClient, parallel, options);
 
     const contending = 8;
     await compare(
@@ -222,6 +221,43 @@ export default async function redisBench(options: BenchOptions): Promise<void> {
     for (const client of clients) client.disconnect();
     await server?.stop();
   }
+}
+
+/**
+ * Where each case's time goes: the CPU time this process and redis-server (`INFO cpu`) used over a
+ * run of the case alone, per op, user + system. Socket calls are in both; with a shared REDIS_URL,
+ * other clients' commands are in the server's figure.
+ */
+async function printCpuTime(
+  title: string,
+  client: Redis,
+  cases: BenchCase[],
+  options: BenchOptions,
+): Promise<void> {
+  const serverCpuUs = async () => {
+    const info = await client.info('cpu');
+    const seconds = (name: string) => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(info)?.[1]);
+    return (seconds('used_cpu_user') + seconds('used_cpu_sys')) * 1e6;
+  };
+  const ops = options.smoke ? 5 : 2_000;
+  const rows = [];
+  for (const each of cases) {
+    const before = await serverCpuUs();
+    const clientBefore = process.cpuUsage();
+    for (let op = 0; op < ops; op++) await each.run();
+    const client = process.cpuUsage(clientBefore);
+    const after = await serverCpuUs();
+    rows.push([
+      each.name,
+      formatNumber((client.user + client.system) / ops),
+      formatNumber((after - before) / ops),
+    ]);
+  }
+  printTable(
+    `${title}: this process (process.cpuUsage) and redis-server (INFO cpu), ${ops} ops each${options.smoke ? ', smoke run: figures are meaningless' : ''}`,
+    ['case', 'node CPU µs per op', 'redis-server CPU µs per op'],
+    rows,
+  );
 }
 
 /**
