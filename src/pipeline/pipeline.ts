@@ -1,4 +1,4 @@
-import { currentContext, runWithContext } from './ambient.ts';
+import { ambientSlot } from './ambient.ts';
 import { ResilienceContext } from './context.ts';
 import { Outcome } from './outcome.ts';
 import type { ResilienceProperties } from './properties.ts';
@@ -25,7 +25,7 @@ export function callbackResult<T>(callback: Callback<T>, context: ResilienceCont
     // Entered only when something reads it: the first AsyncLocalStorage.run() turns on promise
     // hooks for the whole process on Node 20, and every `await` of the host pays for them.
     return Promise.resolve(
-      context.ambient ? runWithContext(context, callback) : callback(context),
+      context.ambient ? ambientSlot.run!(context, callback) : callback(context),
     ) as Promise<T>;
   } catch (error) {
     return Promise.reject(error);
@@ -64,7 +64,10 @@ export class ResiliencePipeline<E = never> {
       (inner, strategy) => (callback, context) => strategy.execute(callback, context, inner),
       invokeCallback,
     );
-    this.#entersAmbientContext = strategies.some((strategy) => strategy.usesAmbientContext === true);
+    // The lock strategy and a job's lease fill the ambient slot when they are made, as does loading
+    // currentContext() (provideAmbientContext()); without any of them there is nothing to enter.
+    this.#entersAmbientContext =
+      ambientSlot.run !== undefined && strategies.some((strategy) => strategy.usesAmbientContext === true);
   }
 
   /**
@@ -97,8 +100,10 @@ export class ResiliencePipeline<E = never> {
   #start<T>(callback: Callback<T>, options: ExecuteOptions | undefined): Promise<Outcome<T, unknown>> {
     const signal = options?.signal;
     if (signal?.aborted) return Promise.resolve(Outcome.failure<T>(signal.reason));
-    const outer = currentContext();
-    const context = new ResilienceContext(options, outer, this.#entersAmbientContext || outer !== undefined);
-    return this.#run(callback, context);
+    const outer = ambientSlot.get?.();
+    return this.#run(
+      callback,
+      new ResilienceContext(options, outer, this.#entersAmbientContext || outer !== undefined),
+    );
   }
 }

@@ -1,3 +1,4 @@
+import { provideAmbientContext } from '../pipeline/ambient.ts';
 import { DerivedSignal, type ResilienceContext } from '../pipeline/context.ts';
 import { Outcome } from '../pipeline/outcome.ts';
 import { ResiliencePropertyKey } from '../pipeline/properties.ts';
@@ -38,6 +39,8 @@ export interface OccurrenceLeaseOptions {
  * the lease is valid: once it is not, another instance may take the occurrence over.
  */
 export function occurrenceLeaseStrategy(options: OccurrenceLeaseOptions): StrategyFactory<never> {
+  // Before build(): a pipeline enters the ambient context (usesAmbientContext) once it is provided.
+  provideAmbientContext();
   return {
     name: 'occurrence-lease',
     create: (environment): ResilienceStrategy => ({

@@ -1,6 +1,7 @@
+import { provideAmbientContext } from '../../pipeline/ambient.ts';
 import { DerivedSignal, type ResilienceContext } from '../../pipeline/context.ts';
 import { parseDuration } from '../../pipeline/duration.ts';
-import { InvalidOptionError } from '../../pipeline/errors.ts';
+import { checkFunction, checkOption, InvalidOptionError } from '../../pipeline/errors.ts';
 import { Outcome } from '../../pipeline/outcome.ts';
 import type {
   Callback,
@@ -41,6 +42,8 @@ export type LockStrategyError = LockNotAcquiredError | LockLostError | StoreUnav
  * new PipelineBuilder().add(lockStrategy({ key: () => 'nightly-report', ttl: '30s' }))
  */
 export function lockStrategy(options: LockStrategyOptions): StrategyFactory<LockStrategyError> {
+  // Before build(): a pipeline enters the ambient context (usesAmbientContext) once it is provided.
+  provideAmbientContext();
   return {
     name: 'lock',
     create: (environment) => new LockStrategy(options, environment),
@@ -57,31 +60,35 @@ class LockStrategy implements ResilienceStrategy {
   readonly #ownerPrefix: string;
 
   constructor(options: LockStrategyOptions, environment: StrategyEnvironment) {
-    if (typeof options !== 'object' || options === null) {
-      throw new InvalidOptionError('lock', options, 'an options object with a key function');
-    }
-    if (typeof options.key !== 'function') {
-      throw new InvalidOptionError('lock.key', options.key, "a function returning the key, e.g. () => 'job'");
-    }
+    checkOption(
+      'lock',
+      options,
+      typeof options === 'object' && options !== null,
+      'an options object with a key function',
+    );
+    checkOption(
+      'lock.key',
+      options.key,
+      typeof options.key === 'function',
+      "a function returning the key, e.g. () => 'job'",
+    );
     const ttl = parseDuration(options.ttl ?? lockDefaults.ttl, 'lock.ttl');
-    if (!(ttl > 0)) throw new InvalidOptionError('lock.ttl', options.ttl, 'a duration > 0');
+    checkOption('lock.ttl', options.ttl, ttl > 0, 'a duration > 0');
     this.#wait = parseDuration(options.wait ?? lockDefaults.wait, 'lock.wait');
-    if (options.store !== undefined && !isLockStore(options.store)) {
-      throw new InvalidOptionError(
-        'lock.store',
-        options.store,
-        'a LockStore with acquire, renew and release',
-      );
-    }
-    if (options.onLockLost !== undefined && typeof options.onLockLost !== 'function') {
-      throw new InvalidOptionError('lock.onLockLost', options.onLockLost, 'a function');
-    }
-    if (
-      options.ownerPrefix !== undefined &&
-      (typeof options.ownerPrefix !== 'string' || options.ownerPrefix === '')
-    ) {
-      throw new InvalidOptionError('lock.ownerPrefix', options.ownerPrefix, 'a non-empty string');
-    }
+    checkOption(
+      'lock.store',
+      options.store,
+      options.store === undefined || isLockStore(options.store),
+      'a LockStore with acquire, renew and release',
+    );
+    checkFunction('lock.onLockLost', options.onLockLost);
+    checkOption(
+      'lock.ownerPrefix',
+      options.ownerPrefix,
+      options.ownerPrefix === undefined ||
+        (typeof options.ownerPrefix === 'string' && options.ownerPrefix !== ''),
+      'a non-empty string',
+    );
     this.#ownerPrefix = options.ownerPrefix === undefined ? '' : `${options.ownerPrefix}/`;
     this.#key = options.key;
     this.#settings = {
