@@ -1,6 +1,6 @@
 import type { SignalSource } from '../../pipeline/context.ts';
 import { parseDuration } from '../../pipeline/duration.ts';
-import { InvalidOptionError } from '../../pipeline/errors.ts';
+import { checkOption } from '../../pipeline/errors.ts';
 import { systemTimeProvider, type TimeProvider, type TimerHandle } from '../../pipeline/time.ts';
 import { wholeNumber } from '../../pipeline/whole-number.ts';
 import { WaiterQueue } from '../concurrency-limiter/waiter-queue.ts';
@@ -34,7 +34,7 @@ export class SlidingWindowRateLimiter implements RateLimiter {
   constructor(options: SlidingWindowRateLimiterOptions & StandaloneLimiterOptions) {
     this.#permitLimit = wholeNumber(options.permitLimit, 'rateLimiter.permitLimit', 1);
     const window = parseDuration(options.window ?? rateLimiterDefaults.window, 'rateLimiter.window');
-    if (window === 0) throw new InvalidOptionError('rateLimiter.window', options.window, 'a duration > 0');
+    checkOption('rateLimiter.window', options.window, window > 0, 'a duration > 0');
     const segments = wholeNumber(
       options.segmentsPerWindow ?? rateLimiterDefaults.segmentsPerWindow,
       'rateLimiter.segmentsPerWindow',

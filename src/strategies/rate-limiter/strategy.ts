@@ -58,9 +58,12 @@ function createLimiter(options: RateLimiterStrategyOptions, environment: Strateg
     return new SlidingWindowRateLimiter({ ...(options as SlidingWindowRateLimiterOptions), timeProvider });
   }
   const limiter = given.limiter as RateLimiter;
-  if (typeof limiter.acquire !== 'function') {
-    throw new InvalidOptionError('rateLimiter.limiter', limiter, 'a RateLimiter (an object with acquire())');
-  }
+  checkOption(
+    'rateLimiter.limiter',
+    limiter,
+    typeof limiter.acquire === 'function',
+    'a RateLimiter (an object with acquire())',
+  );
   return limiter;
 }
 

@@ -1,6 +1,6 @@
 import type { SignalSource } from '../../pipeline/context.ts';
 import { parseDuration } from '../../pipeline/duration.ts';
-import { InvalidOptionError } from '../../pipeline/errors.ts';
+import { checkOption } from '../../pipeline/errors.ts';
 import { systemTimeProvider, type TimeProvider, type TimerHandle } from '../../pipeline/time.ts';
 import { wholeNumber } from '../../pipeline/whole-number.ts';
 import { WaiterQueue } from '../concurrency-limiter/waiter-queue.ts';
@@ -40,13 +40,12 @@ export class TokenBucketRateLimiter implements RateLimiter {
       options.replenishmentPeriod ?? rateLimiterDefaults.replenishmentPeriod,
       'rateLimiter.replenishmentPeriod',
     );
-    if (this.#period === 0) {
-      throw new InvalidOptionError(
-        'rateLimiter.replenishmentPeriod',
-        options.replenishmentPeriod,
-        'a duration > 0',
-      );
-    }
+    checkOption(
+      'rateLimiter.replenishmentPeriod',
+      options.replenishmentPeriod,
+      this.#period > 0,
+      'a duration > 0',
+    );
     this.#queueLimit = wholeNumber(
       options.queueLimit ?? rateLimiterDefaults.queueLimit,
       'rateLimiter.queueLimit',

@@ -45,6 +45,9 @@ export function retryDelay(
     // Spreads the delay evenly over +-25% (`jitterFactor` / 2 either side).
     if (jitter) delay = delay + delay * jitterFactor * random() - (delay * jitterFactor) / 2;
   }
-  if (!(delay <= maxComputedDelay)) delay = maxComputedDelay; // also catches NaN and Infinity
-  return Math.min(Math.max(delay, 0), maxDelay ?? maxComputedDelay);
+  // `delay <= maxComputedDelay` is also false for NaN and Infinity.
+  return Math.min(
+    delay <= maxComputedDelay ? Math.max(delay, 0) : maxComputedDelay,
+    maxDelay ?? maxComputedDelay,
+  );
 }

@@ -68,13 +68,6 @@ export class DeadlineQueue {
     }
   }
 
-  /** Deadlines still queued (for tests). */
-  get size(): number {
-    let count = 0;
-    for (let node = this.#head; node; node = node.next) count++;
-    return count;
-  }
-
   #unlink(deadline: Deadline): void {
     deadline.queued = false;
     if (deadline.previous) deadline.previous.next = deadline.next;
