@@ -9,19 +9,19 @@ import {
 } from '../../scripts/bundle-size.ts';
 
 /**
- * Gzipped budgets, in bytes. Each sits a little above the size measured when it was set (2,908,
- * 3,917 and 11,377 bytes: 2.84, 3.83 and 11.11 kB; the execution telemetry, `onPipelineExecuted`,
+ * Gzipped budgets, in bytes. Each sits a little above the size measured when it was set (2,776,
+ * 3,766 and 11,308 bytes: 2.71, 3.68 and 11.04 kB; the execution telemetry, `onPipelineExecuted`,
  * is about 85 bytes of each), so a change that grows a bundle noticeably fails here and has to
  * raise the budget on purpose. The aim for PipelineBuilder + retry is 2 kB (cockatiel's retry:
  * 1.59 kB measured the same way). Every part of that bundle is reachable from the public API; about
  * a quarter of it is option validation with its messages (the duration parser's included), the
- * rest the pipeline, context, outcome, clock, ambient context and Polly's retry with its backoff
- * formulas. Without any validation at all it would still be about 2.2 kB.
+ * rest the pipeline, context, outcome, clock, the read side of the ambient context and Polly's
+ * retry with its backoff formulas. Without any validation at all it would still be about 2.0 kB.
  */
 const budgets = {
-  retry: 2_950,
-  retryTimeout: 3_975,
-  full: 11_450,
+  retry: 2_825,
+  retryTimeout: 3_825,
+  full: 11_375,
 } satisfies Record<keyof typeof resilEntries, number>;
 
 const lockOrStore = /\/strategies\/lock\/|\/stores\//;
