@@ -9,8 +9,16 @@ type BuiltinLoader = (
   id: string,
 ) => { AsyncLocalStorage?: new <T>() => AsyncLocalStorageLike<T> } | undefined;
 
-/** @internal How the process runs callbacks in the ambient context and reads it back. */
+/**
+ * @internal The ambient context of the process. `storage` and `current` are what every copy of
+ * resil has kept there (older ones read only those two); `run` and `get` are added by
+ * {@link provideAmbientContext}, on top of them.
+ */
 export interface AmbientSlot {
+  storage?: AsyncLocalStorageLike<ResilienceContext> | undefined;
+  // Without AsyncLocalStorage the ambient context is visible in the synchronous part of the
+  // callback only: after its first `await`, pass the context explicitly.
+  current?: ResilienceContext | undefined;
   /** Runs `callback` with `context` as the ambient context. */
   run?: <R>(context: ResilienceContext, callback: (context: ResilienceContext) => R) => R;
   /** The ambient context, if any. */
@@ -20,45 +28,45 @@ export interface AmbientSlot {
 /**
  * @internal One slot per process, on globalThis: a second copy of resil (a config bundled or
  * compiled on its own, a nested node_modules) then reads the context the first copy's pipeline
- * set, so getLockToken() works whichever copy calls it. Empty until {@link provideAmbientContext}
- * fills it: the pipeline only reads it, so a bundle that never enters the ambient context carries
- * no AsyncLocalStorage lookup.
+ * set, so getLockToken() works whichever copy calls it. The pipeline only reads it: until
+ * {@link provideAmbientContext} fills it there is nothing to enter, so a bundle that never enters
+ * the ambient context carries no AsyncLocalStorage lookup.
  */
 export const ambientSlot: AmbientSlot = /* @__PURE__ */ (() =>
   ((globalThis as { [key: symbol]: AmbientSlot | undefined })[Symbol.for('resil.ambientContext')] ??= {}))();
 
 /**
- * @internal Fills the ambient slot, once per process: called by whatever enters the ambient context
- * (the lock strategy, a job's occurrence lease) or reads it (`currentContext()`), before a pipeline
- * runs, so that a pipeline can enter it. On Node 20 the first `run()` turns on promise hooks for the
- * whole process, so only contexts marked `ambient` are entered.
+ * @internal Fills the ambient slot, once per process: called by what enters the ambient context
+ * (`lockStrategy()`, a job's occurrence lease) or reads it (loading `currentContext()`). It keeps
+ * the AsyncLocalStorage another copy put there, so all copies share one. On Node 20 the first
+ * `run()` turns on promise hooks for the whole process, so only contexts marked `ambient` are
+ * entered.
  */
 export function provideAmbientContext(): void {
-  if (ambientSlot.run) return;
+  const slot = ambientSlot;
+  if (slot.run) return;
   // process.getBuiltinModule (Node >= 20.16, Deno, Bun) loads AsyncLocalStorage without a static
   // import of a Node module, so bundlers targeting browsers see nothing to resolve.
   const AsyncLocalStorage = (
     globalThis as { process?: { getBuiltinModule?: BuiltinLoader } }
   ).process?.getBuiltinModule?.('node:async_hooks')?.AsyncLocalStorage;
-  if (AsyncLocalStorage) {
-    const storage = new AsyncLocalStorage<ResilienceContext>();
-    ambientSlot.run = (context, callback) => storage.run(context, callback, context);
-    ambientSlot.get = () => storage.getStore();
+  slot.storage ??= AsyncLocalStorage && new AsyncLocalStorage<ResilienceContext>();
+  const storage = slot.storage;
+  if (storage) {
+    slot.run = (context, callback) => storage.run(context, callback, context);
+    slot.get = () => storage.getStore();
     return;
   }
-  // Without AsyncLocalStorage the ambient context is visible in the synchronous part of the
-  // callback only: after its first `await`, pass the context explicitly.
-  let current: ResilienceContext | undefined;
-  ambientSlot.run = (context, callback) => {
-    const previous = current;
-    current = context;
+  slot.run = (context, callback) => {
+    const previous = slot.current;
+    slot.current = context;
     try {
       return callback(context);
     } finally {
-      current = previous;
+      slot.current = previous;
     }
   };
-  ambientSlot.get = () => current;
+  slot.get = () => slot.current;
 }
 
 /**

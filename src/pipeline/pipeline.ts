@@ -56,7 +56,7 @@ export const invokeCallback: Next = <T>(callback: Callback<T>, context: Resilien
  */
 export class ResiliencePipeline<E = never> {
   readonly #run: Next;
-  readonly #entersAmbientContext: boolean;
+  readonly #usesAmbientContext: boolean;
 
   /** @internal Use a builder. */
   constructor(strategies: readonly ResilienceStrategy[]) {
@@ -64,10 +64,7 @@ export class ResiliencePipeline<E = never> {
       (inner, strategy) => (callback, context) => strategy.execute(callback, context, inner),
       invokeCallback,
     );
-    // The lock strategy and a job's lease fill the ambient slot when they are made, as does loading
-    // currentContext() (provideAmbientContext()); without any of them there is nothing to enter.
-    this.#entersAmbientContext =
-      ambientSlot.run !== undefined && strategies.some((strategy) => strategy.usesAmbientContext === true);
+    this.#usesAmbientContext = strategies.some((strategy) => strategy.usesAmbientContext === true);
   }
 
   /**
@@ -101,9 +98,9 @@ export class ResiliencePipeline<E = never> {
     const signal = options?.signal;
     if (signal?.aborted) return Promise.resolve(Outcome.failure<T>(signal.reason));
     const outer = ambientSlot.get?.();
-    return this.#run(
-      callback,
-      new ResilienceContext(options, outer, this.#entersAmbientContext || outer !== undefined),
-    );
+    // The slot is filled by what reads the ambient context (the lock strategy, a job's lease,
+    // loading currentContext()): checked per execution, since another copy may fill it later.
+    const ambient = outer !== undefined || (this.#usesAmbientContext && ambientSlot.run !== undefined);
+    return this.#run(callback, new ResilienceContext(options, outer, ambient));
   }
 }

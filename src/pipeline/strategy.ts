@@ -20,9 +20,10 @@ export interface ResilienceStrategy {
    * lock strategy: `getLockToken()`). A pipeline with such a strategy runs its callback in the
    * ambient context, so `currentContext()` finds it across `await`s. Defaults to false: on Node 20,
    * entering an AsyncLocalStorage makes every promise in the process slower, so a pipeline whose
-   * strategies never read it does not enter it. The ambient context is set up when something that
-   * reads it is loaded (`currentContext()`, `getLockToken()`, the lock strategy): a bundle without
-   * any of them has none to enter.
+   * strategies never read it does not enter it. The ambient context is set up when `currentContext()`
+   * or `getLockToken()` is loaded (always, through the package entry) or `lockStrategy()` is called:
+   * in a bundle that has none of them there is none to enter, and a nested pipeline does not see
+   * the outer execution's properties.
    */
   readonly usesAmbientContext?: boolean;
 }
