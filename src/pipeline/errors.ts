@@ -104,6 +104,6 @@ export function describeValue(value: unknown): string {
     return text.length > 80 ? `${text.slice(0, 77)}...` : text;
   } catch {
     // Cyclic, or a toJSON() that throws or returns nothing.
-    return {}.toString.call(value);
+    return Object.prototype.toString.call(value);
   }
 }
