@@ -3,8 +3,7 @@
  *
  * `compare()` measures several cases in the same process, interleaved round by round so that drift
  * (CPU frequency, another process on the machine, GC) hits every case alike, and reports each case's
- * median time per call and its ratio to a baseline case (the median of its per-round ratios) as a
- * markdown table.
+ * median time per call and its ratio to a baseline case as a markdown table.
  */
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
@@ -31,7 +30,7 @@ export interface BenchRow {
   /** Median nanoseconds per call over the measured rounds. */
   nsPerOp: number;
   opsPerSec: number;
-  /** Median over the rounds of this case's time per call / the baseline's in the same round (1 for the baseline itself). */
+  /** nsPerOp / baseline's nsPerOp (1 for the baseline itself). */
   ratio: number;
   /** Calls measured in total. */
   iterations: number;
@@ -139,7 +138,8 @@ export async function compare(
       batch.push(await calibrate(loop));
       await calibrate(loop); // second pass: the optimizing compiler has settled by now
     }
-    const rounds = Math.max(5, Math.round(timeMs / roundTargetMs));
+    // Odd, so the median is one round's figure.
+    const rounds = Math.max(5, Math.round(timeMs / roundTargetMs)) | 1;
     for (let round = 0; round < rounds; round++) {
       // Every other round runs the cases in reverse, so no case always runs right after another.
       for (let step = 0; step < cases.length; step++) {
@@ -153,17 +153,12 @@ export async function compare(
   }
 
   const nsPerOp = samples.map(median);
-  const baselineSamples = samples[cases.findIndex((c) => c.name === baselineName)]!;
-  // The ratio pairs each round with the baseline's round next to it, so drift slower than a round
-  // (another process, CPU frequency) cancels out instead of widening the spread.
-  const ratios = samples.map((caseSamples) =>
-    median(caseSamples.map((sample, round) => sample / baselineSamples[round]!)),
-  );
+  const baselineNs = nsPerOp[cases.findIndex((c) => c.name === baselineName)]!;
   const rows: BenchRow[] = cases.map((c, i) => ({
     name: c.name,
     nsPerOp: nsPerOp[i]!,
     opsPerSec: 1e9 / nsPerOp[i]!,
-    ratio: ratios[i]!,
+    ratio: nsPerOp[i]! / baselineNs,
     iterations: iterationsDone[i]!,
   }));
   printTable(

@@ -14,7 +14,7 @@ import { createHash } from 'node:crypto';
  * The acquire and the release are each one block of Lua over locals named in their comment, shared
  * word for word by the single script, the batch script's loop and (the release) the ledger. The
  * single scripts run the block inline instead of defining and calling a `local function` on every
- * call (2% fewer redis-server instructions per acquire + release, by callgrind).
+ * call.
  */
 
 /**
