@@ -4,11 +4,8 @@
  * must leave the host's `await` at its floor: measured in fresh processes, against one that never
  * imported resil.
  */
-import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-
-const root = fileURLToPath(new URL('../../', import.meta.url));
+import { runModule } from '../support/processes.ts';
 
 type Mode = 'never-imported' | 'retry-timeout' | 'lock';
 
@@ -34,30 +31,12 @@ const childSource = (mode: Mode) => `
   console.log(best);
 `;
 
-function awaitCost(mode: Mode): Promise<number> {
-  return new Promise((resolve, reject) => {
-    // tsx in every child, the baseline too: only the import of resil differs.
-    const child = spawn(
-      process.execPath,
-      ['--import', 'tsx', '--input-type=module', '-e', childSource(mode)],
-      {
-        cwd: root,
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    );
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk) => (stdout += chunk));
-    child.stderr.on('data', (chunk) => (stderr += chunk));
-    const guard = setTimeout(() => child.kill('SIGKILL'), 30_000);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(guard);
-      const ns = Number(stdout.trim());
-      if (code !== 0 || !(ns > 0)) reject(new Error(`child (${mode}) exited ${code}: ${stderr || stdout}`));
-      else resolve(ns);
-    });
-  });
+async function awaitCost(mode: Mode): Promise<number> {
+  // tsx in every child, the baseline too: only the import of resil differs.
+  const { code, stdout, stderr } = await runModule(childSource(mode));
+  const ns = Number(stdout.trim());
+  if (code !== 0 || !(ns > 0)) throw new Error(`child (${mode}) exited ${code}: ${stderr || stdout}`);
+  return ns;
 }
 
 /** Best ns per bare `await` of each mode over `runs` interleaved fresh processes, one at a time. */

@@ -5,29 +5,14 @@
  * copy's lock is read by the other's getLockToken(). Each case runs in a fresh process, with an
  * older copy played by code that uses the slot the way those copies did.
  */
-import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { runModule } from '../support/processes.ts';
 
-const root = fileURLToPath(new URL('../../', import.meta.url));
-
-/** Runs `body` as an ES module with tsx in a fresh process and returns what it printed as JSON. */
-function runChild(body: string): Promise<unknown> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', body], {
-      cwd: root,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk) => (stdout += chunk));
-    child.stderr.on('data', (chunk) => (stderr += chunk));
-    child.on('error', reject);
-    child.on('close', (code) => {
-      if (code !== 0) reject(new Error(`child exited ${code}: ${stderr || stdout}`));
-      else resolve(JSON.parse(stdout));
-    });
-  });
+/** Runs `body` in a fresh process and returns what it printed, as JSON. */
+async function runChild(body: string): Promise<unknown> {
+  const { code, stdout, stderr } = await runModule(body);
+  if (code !== 0) throw new Error(`child exited ${code}: ${stderr || stdout}`);
+  return JSON.parse(stdout);
 }
 
 const lockedRun = `

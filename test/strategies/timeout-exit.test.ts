@@ -1,32 +1,8 @@
-import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { runModule } from '../support/processes.ts';
 
-const root = fileURLToPath(new URL('../../', import.meta.url));
-
-/** Runs `source` (an ES module importing the library from src) in a fresh Node process. */
-function runNode(
-  source: string,
-): Promise<{ code: number | null; stdout: string; stderr: string; ms: number }> {
-  return new Promise((resolve, reject) => {
-    const started = performance.now();
-    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', source], {
-      cwd: root,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk) => (stdout += chunk));
-    child.stderr.on('data', (chunk) => (stderr += chunk));
-    // Far below the 30 s timeouts under test: a hang fails the test instead of stalling it.
-    const guard = setTimeout(() => child.kill('SIGKILL'), 15_000);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(guard);
-      resolve({ code, stdout, stderr, ms: performance.now() - started });
-    });
-  });
-}
+// Far below the 30 s timeouts under test: a hang fails the test instead of stalling it.
+const runNode = (source: string) => runModule(source, 15_000);
 
 describe('a finished process exits at once', () => {
   it('after executions through a 30 s timeout (success, failure, retry) nothing keeps it alive', async () => {

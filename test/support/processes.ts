@@ -6,6 +6,7 @@
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { createServer } from 'node:net';
+import { fileURLToPath } from 'node:url';
 
 export interface SpawnedProcess {
   readonly pid: number;
@@ -201,4 +202,39 @@ export async function waitUntil<T>(
     }
     await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
+}
+
+const repositoryRoot = fileURLToPath(new URL('../../', import.meta.url));
+
+export interface ModuleRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  /** Wall time from spawn to exit. */
+  ms: number;
+}
+
+/**
+ * Runs `source`, an ES module in TypeScript (through tsx) that imports from the repository root
+ * (`./src/index.ts`), in a fresh Node process, and resolves when it exits. It is killed after
+ * `killAfterMs`, so that a hang fails the test instead of stalling it.
+ */
+export function runModule(source: string, killAfterMs = 30_000): Promise<ModuleRun> {
+  return new Promise((resolve, reject) => {
+    const started = performance.now();
+    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', source], {
+      cwd: repositoryRoot,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk) => (stdout += chunk));
+    child.stderr.on('data', (chunk) => (stderr += chunk));
+    const guard = setTimeout(() => child.kill('SIGKILL'), killAfterMs);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(guard);
+      resolve({ code, stdout, stderr, ms: performance.now() - started });
+    });
+  });
 }
