@@ -16,7 +16,7 @@ import { ResiliencePipelineBuilder } from '../../src/index.ts';
 import { RedisLockStore } from '../../src/stores/redis/index.ts';
 import { storeScripts } from '../../src/stores/redis/scripts.ts';
 import { startRedisServer } from '../support/redis.ts';
-import { type BenchCase, type BenchOptions, compare, formatNumber, printTable } from './harness.ts';
+import { type BenchCase, type BenchOptions, compare, formatNumber, median, printTable } from './harness.ts';
 
 /** The part of redlock's API the bench uses (its own types are unreachable, see the import). */
 interface Lock {
@@ -56,7 +56,6 @@ interface RawCommands {
 /** One lock implementation, as the bench drives it. */
 interface Contender {
   name: string;
-  client: Redis;
   /** Takes the lock on `key` if free; returns a handle to release it, or undefined. */
   tryAcquire(key: string, id: string): Promise<unknown>;
   renew(key: string, id: string, handle: unknown): Promise<unknown>;
@@ -78,44 +77,37 @@ export default async function redisBench(options: BenchOptions): Promise<void> {
     // One connection for every implementation, as an application shares its client: with a
     // connection each, the cases on their own connections measured 1.15x-1.17x the floor where
     // scripts sent on the floor's connection measured 1.07x-1.09x.
-    const rawClient = connect() as Redis & RawCommands;
-    for (const [name, definition] of Object.entries(rawScripts)) rawClient.defineCommand(name, definition);
+    const shared = connect() as Redis & RawCommands;
+    for (const [name, definition] of Object.entries(rawScripts)) shared.defineCommand(name, definition);
     const raw: Contender = {
       name: 'raw SET NX PX + compare-and-delete (floor)',
-      client: rawClient,
       tryAcquire: async (key, id) =>
-        (await rawClient.set(key, id, 'PX', ttl, 'NX')) === 'OK' ? true : undefined,
-      renew: (key, id) => rawClient.rawRenew(key, id, ttl),
-      release: (key, id) => rawClient.rawRelease(key, id),
+        (await shared.set(key, id, 'PX', ttl, 'NX')) === 'OK' ? true : undefined,
+      renew: (key, id) => shared.rawRenew(key, id, ttl),
+      release: (key, id) => shared.rawRelease(key, id),
     };
 
-    const resilClient = rawClient;
-    const store = new RedisLockStore(resilClient, { prefix: `bench:${run}:` });
+    const store = new RedisLockStore(shared, { prefix: `bench:${run}:` });
     const resil: Contender = {
       name: 'resil RedisLockStore',
-      client: resilClient,
       tryAcquire: (key, id) => store.acquire(key, id, ttl),
       renew: (key, id) => store.renew(key, id, ttl),
       release: (key, id) => store.release(key, id),
     };
 
-    const redlockClient = rawClient;
-    const redlock = new Redlock([redlockClient], { retryCount: 0, automaticExtensionThreshold: 500 });
+    const redlock = new Redlock([shared], { retryCount: 0, automaticExtensionThreshold: 500 });
     const redlockContender: Contender = {
       name: 'redlock 5 (one instance)',
-      client: redlockClient,
       tryAcquire: (key) => redlock.acquire([key], ttl).catch(() => undefined),
       renew: (_key, _id, handle) => (handle as Lock).extend(ttl),
       release: (_key, _id, handle) => (handle as Lock).release(),
     };
 
-    const semaphoreClient = rawClient;
     const mutexOptions = { lockTimeout: ttl, acquireAttemptsLimit: 1, refreshInterval: 0 };
     const semaphore: Contender = {
       name: 'redis-semaphore Mutex',
-      client: semaphoreClient,
       tryAcquire: async (key) => {
-        const mutex = new Mutex(semaphoreClient, key, mutexOptions);
+        const mutex = new Mutex(shared, key, mutexOptions);
         return (await mutex.tryAcquire()) ? mutex : undefined;
       },
       // `_refresh` is what its refresh interval calls; the bench turns the interval off.
@@ -152,8 +144,8 @@ export default async function redisBench(options: BenchOptions): Promise<void> {
       {
         name: 'floor, its acquire as a script (no token)',
         run: async () => {
-          if ((await rawClient.scriptAcquire(scriptKey, owner, ttl)) !== 1) throw new Error('key was held');
-          await rawClient.rawRelease(scriptKey, owner);
+          if ((await shared.scriptAcquire(scriptKey, owner, ttl)) !== 1) throw new Error('key was held');
+          await shared.rawRelease(scriptKey, owner);
         },
       },
       {
@@ -161,20 +153,19 @@ export default async function redisBench(options: BenchOptions): Promise<void> {
         run: async () => {
           const { acquire, release } = storeScripts;
           const keys = [`${directKey}:lease`, `${directKey}:token`, `${directKey}:current`];
-          if (!(await rawClient.evalsha(acquire.sha, 3, ...keys, owner, ttl)))
-            throw new Error('key was held');
-          await rawClient.evalsha(release.sha, 1, keys[0]!, owner, `${directKey}:released`);
+          if (!(await shared.evalsha(acquire.sha, 3, ...keys, owner, ttl))) throw new Error('key was held');
+          await shared.evalsha(release.sha, 1, keys[0]!, owner, `${directKey}:released`);
         },
       },
     );
     // Loaded once: evalsha above has no NOSCRIPT fallback.
-    await rawClient.script('LOAD', storeScripts.acquire.lua);
-    await rawClient.script('LOAD', storeScripts.release.lua);
+    await shared.script('LOAD', storeScripts.acquire.lua);
+    await shared.script('LOAD', storeScripts.release.lua);
     // The lock strategy is measured last (below): on Node 20 its first execution turns on promise
     // hooks for the whole process, which would then slow every case measured after it.
     await compareRepeatedly('Redis lock: acquire + release, sequential', sequential, options, raw.name);
 
-    await printCpuTime('CPU per op of sequential acquire + release', rawClient, sequential, options);
+    await printCpuTime('CPU per op of sequential acquire + release', shared, sequential, options);
 
     const parallelKeys = 16;
     const parallel: BenchCase[] = contenders.map((contender) => {
@@ -186,7 +177,7 @@ export default async function redisBench(options: BenchOptions): Promise<void> {
     });
     const parallelTitle = `${parallelKeys} keys in parallel (one op = ${parallelKeys} x acquire + release)`;
     await compareRepeatedly(`Redis lock: ${parallelTitle}`, parallel, options, raw.name);
-    await printCpuTime(`CPU per op of ${parallelTitle}`, rawClient, parallel, options);
+    await printCpuTime(`CPU per op of ${parallelTitle}`, shared, parallel, options);
 
     const contending = 8;
     await compare(
@@ -218,7 +209,7 @@ export default async function redisBench(options: BenchOptions): Promise<void> {
 
     const counts = [];
     for (const contender of contenders)
-      counts.push(await countCommands(connect(), contender, keyOf(contender, 'count')));
+      counts.push(await countCommands(connect(), shared, contender, keyOf(contender, 'count')));
     printTable(
       'Redis commands sent per operation (MONITOR, after warm-up; scripts count once)',
       ['implementation', 'acquire', 'renew', 'release'],
@@ -257,7 +248,7 @@ async function compareRepeatedly(
       const values = sorted[index]!;
       return [
         each.name,
-        `${values[values.length >> 1]!.toFixed(2)}x`,
+        `${median(values).toFixed(2)}x`,
         `${values[0]!.toFixed(2)}x`,
         `${values.at(-1)!.toFixed(2)}x`,
       ];
@@ -363,7 +354,6 @@ async function drainWaiters(options: BenchOptions, connect: () => Redis, run: st
       samples[index]!.push(performance.now() - startedAt);
     }
   }
-  const median = (values: number[]) => [...values].sort((a, b) => a - b)[values.length >> 1]!;
   printTable(
     `Redis lock: ${waiters} waiters on one key, ${holdMs} ms each (median of ${rounds} interleaved rounds${options.smoke ? ', smoke run: figures are meaningless' : ''})`,
     ['case', 'drained in ms', `vs ideal ${ideal} ms`],
@@ -379,6 +369,7 @@ async function drainWaiters(options: BenchOptions, connect: () => Redis, run: st
 /** Commands `contender`'s connection sends per acquire, renew and release, averaged over 20 of each. */
 async function countCommands(
   monitorClient: Redis,
+  client: Redis,
   contender: Contender,
   key: string,
 ): Promise<{ acquire: number; renew: number; release: number }> {
@@ -389,7 +380,7 @@ async function countCommands(
   await contender.renew(key, owner, warm);
   await contender.release(key, owner, warm);
 
-  const localPort = (contender.client as unknown as { stream: { localPort: number } }).stream.localPort;
+  const localPort = (client as unknown as { stream: { localPort: number } }).stream.localPort;
   const monitor = await monitorClient.monitor();
   const phases = ['acquire', 'renew', 'release'] as const;
   const sent = { acquire: 0, renew: 0, release: 0 };
@@ -410,11 +401,11 @@ async function countCommands(
   });
   const handles = [];
   for (const each of keys) handles.push(await contender.tryAcquire(each, owner));
-  await contender.client.echo('bench-marker');
+  await client.echo('bench-marker');
   for (const [index, each] of keys.entries()) await contender.renew(each, owner, handles[index]);
-  await contender.client.echo('bench-marker');
+  await client.echo('bench-marker');
   for (const [index, each] of keys.entries()) await contender.release(each, owner, handles[index]);
-  await contender.client.echo('bench-marker');
+  await client.echo('bench-marker');
   await Promise.all(markers.map((marker) => marker.promise));
   monitor.disconnect();
   return { acquire: sent.acquire / rounds, renew: sent.renew / rounds, release: sent.release / rounds };
