@@ -12,18 +12,19 @@ export interface ConnectionStatus {
 
 /** One command in flight (or waiting for the connection), in deadline order. */
 class PendingCommand {
+  /** When the bound runs out (`performance.now()`), set once the command is tracked. */
+  deadline = 0;
   settled = false;
   sent = false;
   /** Sent again with the script's source after a `NOSCRIPT` reply. */
   reloaded = false;
   next: PendingCommand | undefined = undefined;
-  /** `any`: one list holds commands of every reply type. */
-  resolve!: (value: any) => void;
-  reject!: (error: StoreUnavailableError) => void;
   constructor(
-    readonly deadline: number,
     readonly operation: string,
     readonly key: KeysOf,
+    /** `any`: one list holds commands of every reply type. */
+    readonly resolve: (value: any) => void,
+    readonly reject: (error: StoreUnavailableError) => void,
     /** Runs when the reply to a sent command may still arrive after the deadline. */
     readonly onLateReply: (() => void) | undefined,
   ) {}
@@ -65,16 +66,34 @@ export class BoundedCommands {
     send: (loadScript: boolean) => Promise<T>,
     onLateReply?: () => void,
   ): Promise<T> {
+    return new Promise<T>((resolve, reject) =>
+      this.settle(operation, key, send, resolve, reject, onLateReply),
+    );
+  }
+
+  /**
+   * {@link run} with its outcome handed to `resolve` or `reject` (exactly one of them, once; on a
+   * closed client before `settle` returns) instead of a promise of its own, so the hot path can
+   * resolve its caller's promise straight from the reply.
+   */
+  settle<T>(
+    operation: string,
+    key: KeysOf,
+    send: (loadScript: boolean) => Promise<T>,
+    resolve: (value: T) => void,
+    reject: (error: StoreUnavailableError) => void,
+    onLateReply?: () => void,
+  ): void {
     const status = this.#client.status;
-    if (status === 'end') return Promise.reject(closedError(operation, key));
-    const pending = new PendingCommand(monotonic() + this.#timeoutMs, operation, key, onLateReply);
-    const promise = new Promise<T>((resolve, reject) => {
-      pending.resolve = resolve;
-      pending.reject = reject;
-    });
-    this.#track(pending);
+    if (status === 'end') {
+      reject(closedError(operation, key));
+      return;
+    }
+    const pending = new PendingCommand(operation, key, resolve, reject, onLateReply);
+    // Sent before it is tracked: the bookkeeping runs while the command is on its way.
     if (status === 'ready') this.#dispatch(pending, send);
-    else {
+    this.#track(pending);
+    if (status !== 'ready') {
       this.#whenReady().then(
         () => this.#dispatch(pending, send),
         () => {
@@ -82,7 +101,6 @@ export class BoundedCommands {
         },
       );
     }
-    return promise;
   }
 
   #dispatch<T>(pending: PendingCommand, send: (loadScript: boolean) => Promise<T>): void {
@@ -120,6 +138,7 @@ export class BoundedCommands {
   }
 
   #track(pending: PendingCommand): void {
+    pending.deadline = monotonic() + this.#timeoutMs;
     if (this.#tail === undefined) this.#head = pending;
     else this.#tail.next = pending;
     this.#tail = pending;

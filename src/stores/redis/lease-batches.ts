@@ -1,22 +1,27 @@
 import type { BoundedCommands } from './bounded-commands.ts';
-import { runScript, type ScriptRunner, type StoreScript, storeScripts } from './scripts.ts';
+import { runScript, type ScriptRunner, storeScripts } from './scripts.ts';
 
 type Argument = string | Buffer | number;
 
+type Kind = 'acquire' | 'release';
+
 /** One acquire or release waiting for the end of the tick. */
 interface LeaseOperation {
-  readonly kind: 'acquire' | 'release';
+  readonly kind: Kind;
   readonly key: string;
-  /** The operation's KEYS and ARGV, as its single script takes them. */
-  readonly keys: readonly string[];
-  readonly args: readonly Argument[];
+  /** The operation's KEYS, then its ARGV, as its single script takes them. */
+  readonly argv: readonly Argument[];
   /** Redis Cluster slot of its keys, or 0 on a standalone server. */
   readonly slot: number;
-  resolve(reply: unknown): void;
+  /** The caller's promise: the fencing token or `undefined` for an acquire, `undefined` for a release. */
+  resolve(value: number | undefined): void;
   reject(error: unknown): void;
   /** Runs when the reply to the sent command may still arrive after the bound (an acquire's undo). */
   readonly onLateReply: (() => void) | undefined;
 }
+
+/** Defers the flush to the end of the tick, like `queueMicrotask` without its async resource. */
+const resolved = Promise.resolve();
 
 const scripts = {
   acquire: { single: storeScripts.acquire, batch: storeScripts.acquireBatch },
@@ -31,13 +36,15 @@ const scripts = {
  * acquire of the key is still seen in that order. On Redis Cluster a call holds the operations of
  * one hash slot only. A lone operation goes out as its own single script, one microtask later
  * than without batching. Every call is bounded like any other command, and a batch that fails
- * fails each of its operations with the same error.
+ * fails each of its operations with the same error. The reply settles each caller's promise
+ * directly, without promises in between.
  */
 export class LeaseBatches {
   readonly #client: ScriptRunner<Promise<unknown>>;
   readonly #bounded: BoundedCommands;
   readonly #slotOf: ((key: string) => number) | undefined;
-  #queued: LeaseOperation[] = [];
+  /** The operations issued this tick, until the flush; `undefined` when none is queued. */
+  #queued: LeaseOperation[] | undefined;
 
   /** @param slotOf the Cluster slot of a key (with the client's `keyPrefix`), or none on a standalone server */
   constructor(
@@ -50,52 +57,68 @@ export class LeaseBatches {
     this.#slotOf = slotOf;
   }
 
-  /** Queues one operation; resolves with the reply its single script gives (0 for a held lease in a batch). */
-  run(
-    kind: LeaseOperation['kind'],
+  /**
+   * Queues an acquire (`argv` as the acquire script takes it); resolves with its fencing token, or
+   * `undefined` when the lease was held.
+   */
+  acquire(key: string, argv: readonly Argument[], onLateReply: () => void): Promise<number | undefined> {
+    return this.#queue('acquire', key, argv, onLateReply);
+  }
+
+  /** Queues a release (`argv` as the release script takes it). */
+  release(key: string, argv: readonly Argument[]): Promise<void> {
+    return this.#queue('release', key, argv, undefined) as Promise<void>;
+  }
+
+  #queue(
+    kind: Kind,
     key: string,
-    keys: readonly string[],
-    args: readonly Argument[],
-    onLateReply?: () => void,
-  ): Promise<unknown> {
+    argv: readonly Argument[],
+    onLateReply: (() => void) | undefined,
+  ): Promise<number | undefined> {
     return new Promise((resolve, reject) => {
-      if (this.#queued.length === 0) queueMicrotask(this.#flush);
-      this.#queued.push({
+      const operation: LeaseOperation = {
         kind,
         key,
-        keys,
-        args,
-        slot: this.#slotOf ? this.#slotOf(keys[0]!) : 0,
+        argv,
+        slot: this.#slotOf ? this.#slotOf(argv[0] as string) : 0,
         resolve,
         reject,
         onLateReply,
-      });
+      };
+      if (this.#queued !== undefined) {
+        this.#queued.push(operation);
+        return;
+      }
+      this.#queued = [operation];
+      resolved.then(this.#flush);
     });
   }
 
   readonly #flush = (): void => {
-    const queued = this.#queued;
-    this.#queued = [];
-    // Consecutive operations of one kind (and slot) form a call; calls go out in issue order.
-    let batch: LeaseOperation[] = [];
-    const bySlot = new Map<number, LeaseOperation[]>();
-    for (const operation of queued) {
-      if (batch.length > 0 && batch[0]!.kind !== operation.kind) {
-        this.#sendBySlot(batch, bySlot);
-        batch = [];
-      }
-      batch.push(operation);
-    }
-    if (batch.length > 0) this.#sendBySlot(batch, bySlot);
-  };
-
-  #sendBySlot(batch: LeaseOperation[], bySlot: Map<number, LeaseOperation[]>): void {
-    if (this.#slotOf === undefined) {
-      this.#send(batch);
+    const queued = this.#queued!;
+    this.#queued = undefined;
+    if (queued.length === 1) {
+      this.#sendOne(queued[0]!);
       return;
     }
-    bySlot.clear();
-    for (const operation of batch) {
+    // Consecutive operations of one kind (and slot) form a call; calls go out in issue order.
+    let start = 0;
+    for (let end = 1; end <= queued.length; end++) {
+      if (end === queued.length || queued[end]!.kind !== queued[start]!.kind) {
+        this.#sendBySlot(start === 0 && end === queued.length ? queued : queued.slice(start, end));
+        start = end;
+      }
+    }
+  };
+
+  #sendBySlot(run: LeaseOperation[]): void {
+    if (this.#slotOf === undefined) {
+      this.#send(run);
+      return;
+    }
+    const bySlot = new Map<number, LeaseOperation[]>();
+    for (const operation of run) {
       const group = bySlot.get(operation.slot);
       if (group === undefined) bySlot.set(operation.slot, [operation]);
       else group.push(operation);
@@ -104,43 +127,62 @@ export class LeaseBatches {
   }
 
   #send(batch: LeaseOperation[]): void {
-    const client = this.#client;
-    const first = batch[0]!;
-    const { single, batch: batchScript } = scripts[first.kind];
     if (batch.length === 1) {
-      this.#bounded
-        .run(
-          first.kind,
-          first.key,
-          (load) => runScript(client, single, load, [...first.keys, ...first.args]),
-          first.onLateReply,
-        )
-        .then(first.resolve, first.reject);
+      this.#sendOne(batch[0]!);
       return;
     }
+    const client = this.#client;
+    const first = batch[0]!;
+    const script = scripts[first.kind].batch;
+    const keysEach = script.numberOfKeys;
     const args: Argument[] = [];
-    for (const operation of batch) args.push(...operation.keys);
-    for (const operation of batch) args.push(...operation.args);
-    const numberOfKeys = batchScript.numberOfKeys * batch.length;
-    this.#bounded
-      .run(
-        first.kind,
-        batch.map((operation) => operation.key),
-        (load) => runScript(client, batchScript as StoreScript, load, args, numberOfKeys),
-        () => {
-          for (const operation of batch) operation.onLateReply?.();
-        },
-      )
-      .then(
-        (replies) => {
-          const list = replies as unknown[];
-          for (const [index, operation] of batch.entries()) operation.resolve(list[index]);
-        },
-        (error: unknown) => {
-          for (const operation of batch) operation.reject(error);
-        },
-      );
+    // The batch script takes every operation's KEYS, then every operation's ARGV.
+    for (const operation of batch) {
+      for (let index = 0; index < keysEach; index++) args.push(operation.argv[index]!);
+    }
+    for (const operation of batch) {
+      for (let index = keysEach; index < operation.argv.length; index++) args.push(operation.argv[index]!);
+    }
+    const numberOfKeys = keysEach * batch.length;
+    this.#bounded.settle(
+      first.kind,
+      batch.map((operation) => operation.key),
+      (load) => runScript(client, script, load, args, numberOfKeys),
+      (replies) => {
+        const list = replies as unknown[];
+        for (const [index, operation] of batch.entries()) settle(operation, list[index]);
+      },
+      (error: unknown) => {
+        for (const operation of batch) operation.reject(error);
+      },
+      () => {
+        for (const operation of batch) operation.onLateReply?.();
+      },
+    );
   }
+
+  #sendOne(operation: LeaseOperation): void {
+    const client = this.#client;
+    const script = scripts[operation.kind].single;
+    this.#bounded.settle(
+      operation.kind,
+      operation.key,
+      (load) => runScript(client, script, load, operation.argv),
+      (reply) => settle(operation, reply),
+      operation.reject,
+      operation.onLateReply,
+    );
+  }
+}
+
+/**
+ * An acquire's reply is its token, or nil (a single script) or 0 (a batch) when the lease was
+ * held; a release's reply is not the caller's business.
+ */
+function settle(operation: LeaseOperation, reply: unknown): void {
+  operation.resolve(
+    operation.kind === 'acquire' && typeof reply === 'number' && reply > 0 ? reply : undefined,
+  );
 }
 
 /** The Redis Cluster hash slot of `key`: CRC16 (XMODEM) of its hash tag, or of the whole key. */

@@ -545,7 +545,7 @@ export function runScript<R>(
   runner: ScriptRunner<R>,
   script: StoreScript,
   load: boolean,
-  args: Argument[],
+  args: readonly Argument[],
   numberOfKeys = script.numberOfKeys,
 ): R {
   return load

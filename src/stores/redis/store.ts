@@ -143,19 +143,11 @@ export class RedisLockStore implements LockStore, RunLedger, InstanceRegistry {
   acquire(key: string, owner: string, ttlMs: number): Promise<number | undefined> {
     const invalid = rejectInvalidLease(key, ttlMs);
     if (invalid) return invalid;
-    const keys = [this.#keys.lease(key), this.#keys.token(key), this.#keys.current(key)];
-    if (this.#waitForReplicas > 0) return this.#acquireReplicated(key, [...keys, owner, pxTtl(ttlMs)]);
-    return this.#batches
-      .run(
-        'acquire',
-        key,
-        keys,
-        [owner, pxTtl(ttlMs)],
-        // A reply we gave up on may still mean the lease was taken; releasing it (queued behind
-        // the acquire on the same connection) keeps a late execution from holding the key a ttl.
-        () => this.#undoAcquire(key, owner),
-      )
-      .then(tokenOrUndefined);
+    const argv = [this.#keys.lease(key), this.#keys.token(key), this.#keys.current(key), owner, pxTtl(ttlMs)];
+    if (this.#waitForReplicas > 0) return this.#acquireReplicated(key, argv);
+    // A reply we gave up on may still mean the lease was taken; releasing it (queued behind the
+    // acquire on the same connection) keeps a late execution from holding the key a ttl.
+    return this.#batches.acquire(key, argv, () => this.#undoAcquire(key, owner));
   }
 
   async #acquireReplicated(key: string, args: Argument[]): Promise<number | undefined> {
@@ -207,7 +199,7 @@ export class RedisLockStore implements LockStore, RunLedger, InstanceRegistry {
     } catch (error) {
       return Promise.reject(error);
     }
-    return this.#batches.run('release', key, [lease], [owner, this.#keys.released(key)]).then(ignore);
+    return this.#batches.release(key, [lease, owner, this.#keys.released(key)]);
   }
 
   /**
@@ -553,11 +545,6 @@ export class RedisLockStore implements LockStore, RunLedger, InstanceRegistry {
 }
 
 const maxDate = 8.64e15;
-
-/** A token, or `undefined` for nil (a single acquire) or 0 (an acquire in a batch): the lease was held. */
-function tokenOrUndefined(issued: unknown): number | undefined {
-  return typeof issued === 'number' && issued > 0 ? issued : undefined;
-}
 
 function isOne(reply: unknown): boolean {
   return reply === 1;
