@@ -67,16 +67,16 @@ export class BoundedCommands {
     onLateReply?: () => void,
   ): Promise<T> {
     return new Promise<T>((resolve, reject) =>
-      this.settle(operation, key, send, resolve, reject, onLateReply),
+      this.submit(operation, key, send, resolve, reject, onLateReply),
     );
   }
 
   /**
    * {@link run} with its outcome handed to `resolve` or `reject` (exactly one of them, once; on a
-   * closed client before `settle` returns) instead of a promise of its own, so the hot path can
+   * closed client before `submit` returns) instead of a promise of its own, so the hot path can
    * resolve its caller's promise straight from the reply.
    */
-  settle<T>(
+  submit<T>(
     operation: string,
     key: KeysOf,
     send: (loadScript: boolean) => Promise<T>,

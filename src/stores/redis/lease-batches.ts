@@ -144,7 +144,7 @@ export class LeaseBatches {
       for (let index = keysEach; index < operation.argv.length; index++) args.push(operation.argv[index]!);
     }
     const numberOfKeys = keysEach * batch.length;
-    this.#bounded.settle(
+    this.#bounded.submit(
       first.kind,
       batch.map((operation) => operation.key),
       (load) => runScript(client, script, load, args, numberOfKeys),
@@ -164,7 +164,7 @@ export class LeaseBatches {
   #sendOne(operation: LeaseOperation): void {
     const client = this.#client;
     const script = scripts[operation.kind].single;
-    this.#bounded.settle(
+    this.#bounded.submit(
       operation.kind,
       operation.key,
       (load) => runScript(client, script, load, operation.argv),
