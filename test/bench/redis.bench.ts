@@ -240,17 +240,16 @@ async function compareRepeatedly(
     const rows = await compare(`${title}, run ${run} of ${runs}`, cases, { ...options, baseline });
     for (const [index, row] of rows.entries()) ratios[index]!.push(row.ratio);
   }
-  const sorted = ratios.map((each) => [...each].sort((a, b) => a - b));
   printTable(
     `${title}: time per op / the floor's, over the ${runs === 1 ? 'one run' : `${runs} runs`} above`,
     ['case', 'median', 'lowest', 'highest'],
     cases.map((each, index) => {
-      const values = sorted[index]!;
+      const values = ratios[index]!;
       return [
         each.name,
         `${median(values).toFixed(2)}x`,
-        `${values[0]!.toFixed(2)}x`,
-        `${values.at(-1)!.toFixed(2)}x`,
+        `${Math.min(...values).toFixed(2)}x`,
+        `${Math.max(...values).toFixed(2)}x`,
       ];
     }),
   );

@@ -98,15 +98,11 @@ export class LeaseBatches {
   readonly #flush = (): void => {
     const queued = this.#queued!;
     this.#queued = undefined;
-    if (queued.length === 1) {
-      this.#sendOne(queued[0]!);
-      return;
-    }
     // Consecutive operations of one kind (and slot) form a call; calls go out in issue order.
     let start = 0;
     for (let end = 1; end <= queued.length; end++) {
       if (end === queued.length || queued[end]!.kind !== queued[start]!.kind) {
-        this.#sendBySlot(start === 0 && end === queued.length ? queued : queued.slice(start, end));
+        this.#sendBySlot(queued.slice(start, end));
         start = end;
       }
     }
