@@ -1,6 +1,7 @@
 /**
  * `resil run` under npm (`npx resil run`, `npm start`): npm exits on SIGTERM without passing it on,
- * and the runner must then stop gracefully instead of running on orphaned.
+ * and the runner must then stop gracefully instead of running on orphaned (`resil dashboard` and
+ * `resil jobs run` likewise).
  */
 import { mkdirSync, symlinkSync } from 'node:fs';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -62,7 +63,7 @@ describe('watchLauncher', () => {
   });
 });
 
-describe('resil run started by npm, npm sent SIGTERM', () => {
+describe('resil run, dashboard and jobs run started by npm, npm sent SIGTERM', () => {
   let project: Project;
 
   beforeAll(() => {
@@ -72,7 +73,18 @@ describe('resil run started by npm, npm sent SIGTERM', () => {
         'resil.config.mjs': `import { defineConfig } from 'resil';
 export default defineConfig({
   instance: 'under-npm',
-  jobs: [{ name: 'tick', schedule: '* * * * * *', run: async () => {} }],
+  jobs: [
+    { name: 'tick', schedule: '* * * * * *', run: async () => {} },
+    {
+      name: 'long',
+      schedule: '0 0 1 1 *',
+      run: ({ signal }) =>
+        new Promise((_, reject) => {
+          console.log(JSON.stringify({ pid: process.pid, msg: 'long started' }));
+          signal.addEventListener('abort', () => reject(signal.reason));
+        }),
+    },
+  ],
 });
 `,
       },
@@ -139,5 +151,16 @@ export default defineConfig({
     );
     expect(output).toContain('"launcher":"npm exec","msg":"npm exec exited: stopping the dashboard"');
     expect(output).toMatch(/"msg":"dashboard stopped"/);
+  }, 60_000);
+
+  it('npx resil jobs run: npm exits, the job is aborted as on SIGTERM and the command is gone', async () => {
+    const output = await stopThroughNpm(
+      ['exec', '--', 'resil', 'jobs', 'run', 'long'],
+      /"msg":"long started"/,
+      'resil jobs run',
+    );
+    expect(output).toContain('"launcher":"npm exec","msg":"npm exec exited: aborting long"');
+    // The job saw its signal abort (it rejects with the reason) and the command said why.
+    expect(output).toContain('long: interrupted by the exit of npm exec');
   }, 60_000);
 });

@@ -7,6 +7,7 @@ import { isLockLostError } from '../../strategies/lock/errors.ts';
 import { hasJobPauses } from '../../strategies/lock/run-ledger.ts';
 import type { LeaseInfo } from '../../strategies/lock/store.ts';
 import { isTimeoutRejectedError } from '../../strategies/timeout/errors.ts';
+import { watchLauncher } from '../launcher.ts';
 import { createLogger } from '../logger.ts';
 import { localTimezone } from '../output.ts';
 import type { CommandHelpers } from '../program.ts';
@@ -61,7 +62,8 @@ const abortSettleMs = 5_000;
  * Once the job's signal aborts (its timeout, a lost lease, or Ctrl-C) the job gets 5 s to settle;
  * a job that ignores its signal is then given up on: an error naming it is logged and the command
  * exits 1 (130 after SIGINT, 143 after SIGTERM). Ctrl-C aborts the job's signal (its lease is then
- * released) and exits 130 once it settles; a second Ctrl-C exits at once.
+ * released) and exits 130 once it settles; a second Ctrl-C exits at once. Started by npm
+ * (`npx resil jobs run`), npm's exit aborts the job as a SIGTERM would (see launcher.ts).
  *
  * A job paused fleet-wide (`resil jobs pause`) is not run, exit 3, unless `force`: the run
  * ledger grants manual claims whatever the pause, so this command decides.
@@ -105,6 +107,8 @@ export async function runJob(
   const logger = base.child({ instance: config.instance, job: name });
   const interrupt = new AbortController();
   let interruptedBy: NodeJS.Signals | undefined;
+  /** What interrupted the run, for its result line: the signal, or the launcher's exit. */
+  let interruption = '';
   let giveUp!: (code: number) => void;
   const givenUp = new Promise<number>((resolve) => {
     giveUp = resolve;
@@ -126,16 +130,21 @@ export async function runJob(
       timers.delete(timer);
     });
   };
+  /** Aborts the job's signal, as `signal` would; `why` names the cause in the abort reason. */
+  const interruptWith = (signal: NodeJS.Signals, why: string) => {
+    interruptedBy = signal;
+    interruption = why;
+    interrupt.abort(new ShutdownError(`interrupted by ${why}`));
+    // Bounded even if the abort reaches no running attempt (the job is not far enough to notice).
+    boundSettling(undefined, why);
+  };
   const onSignal = (signal: NodeJS.Signals) => {
     if (interruptedBy !== undefined) {
       stderr.write(`${errorStyles.red(`${name}: forced exit`)}; its lease expires after its ttl\n`);
       process.exit(signalExitCodes[signal] ?? 130);
     }
-    interruptedBy = signal;
     stderr.write(`aborting ${name}... press Ctrl-C again to force\n`);
-    interrupt.abort(new ShutdownError(`interrupted by ${signal}`));
-    // Bounded even if the abort reaches no running attempt (the job is not far enough to notice).
-    boundSettling(undefined, signal);
+    interruptWith(signal, signal);
   };
   const onAttemptAborted = (reason: unknown, settled: Promise<void>) => {
     // A Ctrl-C is already bounded by onSignal.
@@ -144,6 +153,12 @@ export async function runJob(
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
+  // Under `npx resil jobs run`, npm exits on SIGTERM without passing it on: its exit counts as one.
+  const stopWatchingLauncher = watchLauncher((launcher) => {
+    if (interruptedBy !== undefined) return;
+    logger.info({ launcher }, `${launcher} exited: aborting ${name}`);
+    interruptWith('SIGTERM', `the exit of ${launcher}`);
+  });
   const connection = watchStoreConnection(config.store);
   let outcome: { result: FireResult } | { code: number };
   try {
@@ -155,6 +170,7 @@ export async function runJob(
     ]);
   } finally {
     connection.dispose();
+    stopWatchingLauncher();
     for (const timer of timers) clearTimeout(timer);
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
@@ -170,7 +186,7 @@ export async function runJob(
   const { result } = outcome;
   if (interruptedBy !== undefined && result.outcome !== 'success') {
     // Settled after Ctrl-C: an interruption, not a failure of the job.
-    stderr.write(`${errorStyles.yellow(`${name}: interrupted by ${interruptedBy}`)}\n`);
+    stderr.write(`${errorStyles.yellow(`${name}: interrupted by ${interruption}`)}\n`);
     helpers.setExitCode(signalExitCodes[interruptedBy]!);
     return;
   }

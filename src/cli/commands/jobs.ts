@@ -124,7 +124,8 @@ Examples:
 A paused job is not run (exit 3, naming who paused it) unless --force is given.
 Timeout, lost lease or Ctrl-C abort the job's signal; a job that has not settled 5 s later is
 given up on (an error naming it is logged; its lease expires after its ttl). Ctrl-C prints
-"aborting <job>... press Ctrl-C again to force"; a second Ctrl-C exits at once.
+"aborting <job>... press Ctrl-C again to force"; a second Ctrl-C exits at once. Started by npm
+(npx resil jobs run), npm's exit aborts the job as SIGTERM would.
 Log level: LOG_LEVEL (trace, debug, info, warn, error, fatal or silent; default info).
 
 Exit codes: 0 the job succeeded; 1 it failed, was given up on, or the store was unreachable;
