@@ -353,7 +353,9 @@ function resolveJob(
           ? "missing schedule: a cron expression such as '0 2 * * *'"
           : `expected a cron expression string, ${got(job.schedule)}`,
     });
-  } else if (job.timezone === undefined || zone !== undefined) {
+  } else {
+    // Checked even where the timezone is not valid (then in this machine's zone): a pattern's
+    // syntax does not depend on the zone, and every problem is reported at once.
     const message = cronErrorOf(job.schedule, zone, cronErrors);
     if (message !== undefined) {
       problem({

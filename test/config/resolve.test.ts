@@ -165,6 +165,17 @@ describe('validation', () => {
     ]);
   });
 
+  it('reports a bad schedule beside a bad timezone of the same job', async () => {
+    expect(
+      await problemsOf({ jobs: [{ name: 'a', schedule: '* * *', timezone: 'Mars/Olympus', run }] }),
+    ).toEqual([
+      `${file}: job "a": option "timezone": expected an IANA timezone such as "UTC" or "Europe/Paris", got "Mars/Olympus"`,
+      expect.stringMatching(
+        /^\/project\/resil.config.ts: job "a": option "schedule": invalid cron expression "\* \* \*": /,
+      ),
+    ]);
+  });
+
   it('resolves jitter to ms; rejects a jitter that is not positive or not below startingDeadline', async () => {
     const config = await resolveConfig(
       { jobs: [{ name: 'a', schedule: '* * * * *', run, jitter: '30s' }] },
