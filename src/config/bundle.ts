@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { createRequire, isBuiltin } from 'node:module';
-import { dirname, extname, isAbsolute, resolve, sep } from 'node:path';
+import { basename, dirname, extname, isAbsolute, resolve, sep } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { BuildFailure, BuildResult, Message, Metafile, Plugin } from 'esbuild';
 import { ConfigError, type ConfigProblem } from '../scheduler/config-error.ts';
@@ -145,8 +145,11 @@ function unbundleable(code: string, metafile: Metafile, warnings: readonly Messa
  * Returns `{ fallback }` for what a moved module cannot do as Node does (CommonJS, `require()`,
  * `import.meta.resolve`, `import(variable)`). Throws {@link ConfigError} with every syntax error
  * (`file:line:column`) and every static import that does not resolve.
+ *
+ * With `source`, the entry is that JavaScript instead of a file, as if it were `file` (which need
+ * not exist): the module that imports several job modules so that they share one bundle.
  */
-export async function bundleModule(file: string): Promise<BundleResult> {
+export async function bundleModule(file: string, source?: string): Promise<BundleResult> {
   if (commonJsExtension.test(file)) return { fallback: `${file} is CommonJS` };
   const externals = new Set<string>();
   const inputs: Record<string, FileVersion> = {};
@@ -234,7 +237,16 @@ export async function bundleModule(file: string): Promise<BundleResult> {
   let result: BuildResult<{ write: false; metafile: true }>;
   try {
     result = await loadEsbuild().build({
-      entryPoints: [file],
+      ...(source === undefined
+        ? { entryPoints: [file] }
+        : {
+            stdin: {
+              contents: source,
+              resolveDir: workingDirectory,
+              sourcefile: basename(file),
+              loader: 'js',
+            },
+          }),
       absWorkingDir: workingDirectory,
       outfile: 'config.mjs',
       bundle: true,

@@ -1,7 +1,8 @@
 import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { bundleModule } from './bundle.ts';
-import { cachedBundleUrl, storeBundle } from './compile-cache.ts';
+import { cachedBundleUrl, sha256, storeBundle } from './compile-cache.ts';
 
 const typeScriptExtension = /\.[mc]?tsx?$/;
 
@@ -19,8 +20,20 @@ async function importThroughTsx(file: string, reason: string): Promise<Record<st
  * cached bundle, built by esbuild only when a file it came from has changed. What a bundle cannot
  * do as Node would goes through tsx's `tsImport()`, scoped to this module and what it imports.
  */
-async function importCompiled(file: string): Promise<Record<string, unknown>> {
-  const cached = cachedBundleUrl(file);
+function importCompiled(file: string): Promise<Record<string, unknown>> {
+  return importCached(file, undefined, (reason) => importThroughTsx(file, reason));
+}
+
+/**
+ * The cached bundle of `entry` (a file, or the module `source` stands for), built and stored when
+ * there is none or it is out of date; `orElse(reason)` when it cannot be bundled or stored.
+ */
+async function importCached<T>(
+  entry: string,
+  source: string | undefined,
+  orElse: (reason: string) => Promise<T>,
+): Promise<Record<string, unknown> | T> {
+  const cached = cachedBundleUrl(entry);
   if (cached !== undefined) {
     try {
       return await importBundle(cached);
@@ -30,11 +43,26 @@ async function importCompiled(file: string): Promise<Record<string, unknown>> {
       if (code !== 'ERR_MODULE_NOT_FOUND' || existsSync(fileURLToPath(cached))) throw error;
     }
   }
-  const bundle = await bundleModule(file);
-  if ('fallback' in bundle) return importThroughTsx(file, bundle.fallback);
-  const url = storeBundle(file, bundle);
-  if (url === undefined) return importThroughTsx(file, 'no usable compile cache directory');
+  const bundle = await bundleModule(entry, source);
+  if ('fallback' in bundle) return orElse(bundle.fallback);
+  const url = storeBundle(entry, bundle);
+  if (url === undefined) return orElse('no usable compile cache directory');
   return importBundle(url);
+}
+
+/**
+ * Several TypeScript modules as one bundle, so that a module two of them import is one instance
+ * (as Node would load it), not one per bundle: the namespace of each, in order, or undefined when
+ * they cannot be bundled together (each is then imported on its own).
+ */
+async function importTogether(files: readonly string[]): Promise<Record<string, unknown>[] | undefined> {
+  // The cache entry's key comes from this name: it names the list, so another list is another entry.
+  const entry = join(dirname(files[0]!), `job-modules-${sha256(files.join('\0')).slice(0, 16)}`);
+  const source = files.map((file, index) => `export * as m${index} from ${JSON.stringify(file)};`).join('\n');
+  const namespace = await importCached(entry, source, async () => undefined);
+  return namespace === undefined
+    ? undefined
+    : files.map((_, index) => namespace[`m${index}`] as Record<string, unknown>);
 }
 
 async function importBundle(url: string): Promise<Record<string, unknown>> {
@@ -71,6 +99,28 @@ export async function importDefault(file: string): Promise<unknown> {
     if (error instanceof SyntaxError) await bundleModule(file);
     throw error;
   }
+}
+
+/**
+ * The default export of each of `files`, as {@link importDefault} gives it, or why it could not be
+ * loaded. The TypeScript ones are bundled together, so a project module that several of them
+ * import is evaluated once, as Node would; where they cannot be (one has a syntax error, throws
+ * while loading, or needs tsx), each is imported on its own, which names the one at fault.
+ */
+export async function importDefaults(files: readonly string[]): Promise<PromiseSettledResult<unknown>[]> {
+  const typeScript = [...new Set(files.filter((file) => typeScriptExtension.test(file)))];
+  let together: Map<string, Record<string, unknown>> | undefined;
+  if (typeScript.length > 1) {
+    const namespaces = await importTogether(typeScript).catch(() => undefined);
+    if (namespaces !== undefined)
+      together = new Map(typeScript.map((file, index) => [file, namespaces[index]!]));
+  }
+  return Promise.allSettled(
+    files.map((file) => {
+      const namespace = together?.get(file);
+      return namespace === undefined ? importDefault(file) : Promise.resolve(unwrapDefault(namespace));
+    }),
+  );
 }
 
 function unwrapDefault(namespace: Record<string, unknown>): unknown {

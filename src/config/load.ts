@@ -5,7 +5,7 @@ import type { ResolvedConfig } from '../scheduler/job.ts';
 import { resolveConfig } from '../scheduler/resolve.ts';
 import { stopBundler } from './bundle.ts';
 import { configSearchPlaces } from './defaults.ts';
-import { importDefault } from './import-module.ts';
+import { importDefault, importDefaults } from './import-module.ts';
 import { describeLoadError } from './load-error.ts';
 
 export interface LoadConfigOptions {
@@ -92,5 +92,5 @@ async function findAndResolve(options: LoadConfigOptions): Promise<ResolvedConfi
   if (result.isEmpty === true) {
     throw new ConfigError({ file: result.filepath, message: 'the config file is empty' });
   }
-  return resolveConfig(result.config, result.filepath, { importJob: importDefault });
+  return resolveConfig(result.config, result.filepath, { importJobs: importDefaults });
 }

@@ -246,33 +246,39 @@ function isLockStore(value: unknown): value is LockStore {
   );
 }
 
+/** Loads job modules (absolute paths): each one's default export, or why it could not be loaded. */
+export type ImportJobs = (paths: readonly string[]) => Promise<PromiseSettledResult<unknown>[]>;
+
 /**
  * Loads the jobs given as module paths (`jobs: ['./jobs/heartbeat.ts']`, the only way a JSON or
- * YAML config can name one): each module's default export is the job.
+ * YAML config can name one), all in one call: each module's default export is the job.
  */
 async function loadJobModules(
   jobs: readonly unknown[],
   file: string,
   problems: ConfigProblem[],
-  importJob: (path: string) => Promise<unknown>,
+  importJobs: ImportJobs,
 ): Promise<unknown[]> {
-  return Promise.all(
-    jobs.map(async (entry, index) => {
-      if (typeof entry !== 'string') return entry;
-      const path = resolve(dirname(file), entry);
-      try {
-        return await importJob(path);
-      } catch (error) {
-        problems.push({
-          file,
-          job: `jobs[${index}]`,
-          value: entry,
-          message: `cannot load job module ${JSON.stringify(entry)}: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`,
-        });
-        return undefined;
-      }
-    }),
-  );
+  const named = jobs.flatMap((entry, index) => (typeof entry === 'string' ? [{ entry, index }] : []));
+  if (named.length === 0) return [...jobs];
+  const loaded = await importJobs(named.map(({ entry }) => resolve(dirname(file), entry)));
+  const entries = [...jobs];
+  for (const [at, { entry, index }] of named.entries()) {
+    const result = loaded[at]!;
+    if (result.status === 'fulfilled') {
+      entries[index] = result.value;
+      continue;
+    }
+    const error: unknown = result.reason;
+    problems.push({
+      file,
+      job: `jobs[${index}]`,
+      value: entry,
+      message: `cannot load job module ${JSON.stringify(entry)}: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`,
+    });
+    entries[index] = undefined;
+  }
+  return entries;
 }
 
 /**
@@ -492,15 +498,15 @@ export async function resolveConfig(
   raw: unknown,
   file: string,
   options: {
-    /** Loads a job given as a module path (relative to `file`): its default export. */
-    importJob?: (path: string) => Promise<unknown>;
+    /** Loads the jobs given as module paths (relative to `file`, passed resolved): their default exports. */
+    importJobs?: ImportJobs;
   } = {},
 ): Promise<ResolvedConfig> {
-  if (options.importJob === undefined || !isPlainObject(raw) || !Array.isArray(raw.jobs)) {
+  if (options.importJobs === undefined || !isPlainObject(raw) || !Array.isArray(raw.jobs)) {
     return resolveConfigSync(raw, file);
   }
   const problems: ConfigProblem[] = [];
-  const entries = await loadJobModules(raw.jobs, file, problems, options.importJob);
+  const entries = await loadJobModules(raw.jobs, file, problems, options.importJobs);
   return resolveConfigSync(raw, file, { entries, problems });
 }
 

@@ -391,6 +391,47 @@ export default ${job("[text, fileURLToPath(meta.url), import.meta.filename, impo
     expect(result.stderr).not.toContain('through tsx');
   });
 
+  it('job modules named by path share the project modules they import, as Node would load them', async () => {
+    const shared = `const counter = globalThis as { sharedLoads?: number };
+export const loads = (counter.sharedLoads = (counter.sharedLoads ?? 0) + 1);
+`;
+    const jobOf = (name: string) =>
+      `import { loads } from './shared.ts';\nexport default ${job(`'${name}-' + loads`)};\n`;
+    const created = project({
+      '.resilrc.json': JSON.stringify({ jobs: ['./jobs/a.ts', './jobs/b.ts', './jobs/c.mjs'] }),
+      'jobs/shared.ts': shared,
+      'jobs/a.ts': jobOf('a'),
+      'jobs/b.ts': jobOf('b'),
+      'jobs/c.mjs': `export default ${job("'c'")};\n`,
+    });
+    const temp = mkdtempSync(join(tmpdir(), 'resil-tmpdir-'));
+    try {
+      // One evaluation of shared.ts for both jobs: each sees the first load.
+      const first = await listJson(created, {}, [], temp);
+      expect(names(first)).toEqual(['a-1', 'b-1', 'c']);
+      expect(first.stderr).not.toContain('through tsx');
+      expect(first.cached).toEqual([expect.stringMatching(/^job-modules-[0-9a-f]+-[0-9a-f]+\.mjs$/)]);
+      const again = await listJson(created, {}, [], temp);
+      expect(names(again)).toEqual(['a-1', 'b-1', 'c']);
+      expect(again.cached).toEqual(first.cached);
+
+      // Another list is another bundle, not the cached one.
+      writeFileSync(created.path('.resilrc.json'), JSON.stringify({ jobs: ['./jobs/b.ts', './jobs/a.ts'] }));
+      expect(names(await listJson(created, {}, [], temp))).toEqual(['b-1', 'a-1']);
+
+      // A module that cannot be bundled with the others is still named on its own.
+      writeFileSync(created.path('jobs/b.ts'), 'export default { name: };\n');
+      const broken = await listJson(created, {}, [], temp);
+      expect(broken.code).toBe(2);
+      expect(broken.stderr).toContain(
+        `job "jobs[0]": cannot load job module "./jobs/b.ts": ${created.path('jobs/b.ts')}:1:`,
+      );
+      expect(broken.stderr).not.toContain('"./jobs/a.ts"');
+    } finally {
+      rmSync(temp, { recursive: true, force: true });
+    }
+  });
+
   it('the config found first wins over a TypeScript one beside it, which is not compiled', async () => {
     const created = project({
       '.resilrc.json': JSON.stringify({ jobs: [{ name: 'from-json', schedule: '0 5 * * *' }] }),

@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import { describe, expect, it } from 'vitest';
 import { formatRelative, formatSpan } from '../../src/cli/output.ts';
-import { importDefault } from '../../src/config/import-module.ts';
+import { importDefaults } from '../../src/config/import-module.ts';
 import { ConfigError, formatConfigProblem, isConfigError } from '../../src/scheduler/config-error.ts';
 import { closestName } from '../../src/scheduler/did-you-mean.ts';
 import { configDefaults } from '../../src/scheduler/job-defaults.ts';
@@ -14,7 +14,7 @@ const run = async () => {};
 async function problemsOf(raw: unknown): Promise<string[]> {
   try {
     // As the config loader calls it: job module paths are imported.
-    await resolveConfig(raw, file, { importJob: importDefault });
+    await resolveConfig(raw, file, { importJobs: importDefaults });
   } catch (error) {
     expect(isConfigError(error)).toBe(true);
     return (error as ConfigError).problems.map(formatConfigProblem);
