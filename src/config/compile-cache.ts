@@ -114,17 +114,26 @@ let identity: string | undefined;
 function bundlerIdentity(): string {
   if (identity !== undefined) return identity;
   // The file this code is in (in dist/, a chunk that holds the bundler too) and, running from
-  // the sources, the bundler's own file beside it: by their stat, as a build or an install
-  // writes them anew (reading and hashing a 200 kB chunk cost about 1 ms of every start).
+  // the sources, the bundler's own file and the one that writes the entry of job modules bundled
+  // together, beside it: by their stat, as a build or an install writes them anew (reading and
+  // hashing a 200 kB chunk cost about 1 ms of every start).
   const own = fileURLToPath(import.meta.url);
   const bundler = join(dirname(own), `bundle${extname(own)}`);
+  const importer = join(dirname(own), `import-module${extname(own)}`);
   // Resolved as ESM and read: no CommonJS resolution for one field (about 1 ms).
   const esbuild = JSON.parse(
     readFileSync(fileURLToPath(import.meta.resolve('esbuild/package.json')), 'utf8'),
   ) as {
     version: string;
   };
-  identity = [cacheFormat, statOf(own), statOf(bundler), esbuild.version, process.version].join('\0');
+  identity = [
+    cacheFormat,
+    statOf(own),
+    statOf(bundler),
+    statOf(importer),
+    esbuild.version,
+    process.version,
+  ].join('\0');
   return identity;
 }
 

@@ -52,17 +52,34 @@ async function importCached<T>(
 
 /**
  * Several TypeScript modules as one bundle, so that a module two of them import is one instance
- * (as Node would load it), not one per bundle: the namespace of each, in order, or undefined when
- * they cannot be bundled together (each is then imported on its own).
+ * (as Node would load it), not one per bundle: each one's namespace or the error it threw while
+ * loading, in order, or undefined when they cannot be bundled together (each is then imported on
+ * its own). The bundle imports each one lazily, so they load one after another, as static imports
+ * would, and a module that throws fails alone without the others loading again.
  */
-async function importTogether(files: readonly string[]): Promise<Record<string, unknown>[] | undefined> {
+async function importTogether(
+  files: readonly string[],
+): Promise<PromiseSettledResult<Record<string, unknown>>[] | undefined> {
   // The cache entry's key comes from this name: it names the list, so another list is another entry.
   const entry = join(dirname(files[0]!), `job-modules-${sha256(files.join('\0')).slice(0, 16)}`);
-  const source = files.map((file, index) => `export * as m${index} from ${JSON.stringify(file)};`).join('\n');
-  const namespace = await importCached(entry, source, async () => undefined);
-  return namespace === undefined
-    ? undefined
-    : files.map((_, index) => namespace[`m${index}`] as Record<string, unknown>);
+  const source = `export const loaders = [${files.map((file) => `() => import(${JSON.stringify(file)})`).join(', ')}];`;
+  let bundle: Record<string, unknown> | undefined;
+  try {
+    bundle = await importCached(entry, source, async () => undefined);
+  } catch {
+    // A syntax error, an import that does not resolve: imported on its own, each names its own.
+    return undefined;
+  }
+  if (bundle === undefined) return undefined;
+  const results: PromiseSettledResult<Record<string, unknown>>[] = [];
+  for (const load of bundle.loaders as (() => Promise<Record<string, unknown>>)[]) {
+    try {
+      results.push({ status: 'fulfilled', value: await load() });
+    } catch (error) {
+      results.push({ status: 'rejected', reason: error });
+    }
+  }
+  return results;
 }
 
 async function importBundle(url: string): Promise<Record<string, unknown>> {
@@ -104,21 +121,20 @@ export async function importDefault(file: string): Promise<unknown> {
 /**
  * The default export of each of `files`, as {@link importDefault} gives it, or why it could not be
  * loaded. The TypeScript ones are bundled together, so a project module that several of them
- * import is evaluated once, as Node would; where they cannot be (one has a syntax error, throws
- * while loading, or needs tsx), each is imported on its own, which names the one at fault.
+ * import is evaluated once, as Node would. Where they cannot be (a syntax error, an import that
+ * does not resolve, what needs tsx), each is imported on its own, which names the one at fault.
  */
 export async function importDefaults(files: readonly string[]): Promise<PromiseSettledResult<unknown>[]> {
   const typeScript = [...new Set(files.filter((file) => typeScriptExtension.test(file)))];
-  let together: Map<string, Record<string, unknown>> | undefined;
-  if (typeScript.length > 1) {
-    const namespaces = await importTogether(typeScript).catch(() => undefined);
-    if (namespaces !== undefined)
-      together = new Map(typeScript.map((file, index) => [file, namespaces[index]!]));
-  }
+  const together = typeScript.length > 1 ? await importTogether(typeScript) : undefined;
+  const loaded = new Map(together?.map((result, index) => [typeScript[index]!, result]));
   return Promise.allSettled(
     files.map((file) => {
-      const namespace = together?.get(file);
-      return namespace === undefined ? importDefault(file) : Promise.resolve(unwrapDefault(namespace));
+      const result = loaded.get(file);
+      if (result === undefined) return importDefault(file);
+      return result.status === 'fulfilled'
+        ? Promise.resolve(unwrapDefault(result.value))
+        : Promise.reject(result.reason);
     }),
   );
 }

@@ -411,20 +411,34 @@ export const loads = (counter.sharedLoads = (counter.sharedLoads ?? 0) + 1);
       expect(names(first)).toEqual(['a-1', 'b-1', 'c']);
       expect(first.stderr).not.toContain('through tsx');
       expect(first.cached).toEqual([expect.stringMatching(/^job-modules-[0-9a-f]+-[0-9a-f]+\.mjs$/)]);
+      const entry = join(temp, cacheDirectory(), first.cached[0]!);
+      const written = statSync(entry).mtimeMs;
       const again = await listJson(created, {}, [], temp);
       expect(names(again)).toEqual(['a-1', 'b-1', 'c']);
-      expect(again.cached).toEqual(first.cached);
+      expect(statSync(entry).mtimeMs, 'started from the cache entry').toBe(written);
 
       // Another list is another bundle, not the cached one.
       writeFileSync(created.path('.resilrc.json'), JSON.stringify({ jobs: ['./jobs/b.ts', './jobs/a.ts'] }));
       expect(names(await listJson(created, {}, [], temp))).toEqual(['b-1', 'a-1']);
 
-      // A module that cannot be bundled with the others is still named on its own.
+      // A module that throws while it loads fails alone: the one before it loaded once and stays loaded.
+      writeFileSync(
+        created.path('jobs/a.ts'),
+        `${jobOf('a')}if (loads !== 1) throw new Error('a loaded after shared.ts loaded again');\n`,
+      );
+      writeFileSync(created.path('jobs/b.ts'), `import './shared.ts';\nthrow new Error('b is broken');\n`);
+      writeFileSync(created.path('.resilrc.json'), JSON.stringify({ jobs: ['./jobs/a.ts', './jobs/b.ts'] }));
+      const throwing = await listJson(created, {}, [], temp);
+      expect(throwing.code).toBe(2);
+      expect(throwing.stderr).toContain('job "jobs[1]": cannot load job module "./jobs/b.ts": b is broken');
+      expect(throwing.stderr).not.toContain('"./jobs/a.ts"');
+
+      // One that cannot be bundled with the others (a syntax error) is named on its own.
       writeFileSync(created.path('jobs/b.ts'), 'export default { name: };\n');
       const broken = await listJson(created, {}, [], temp);
       expect(broken.code).toBe(2);
       expect(broken.stderr).toContain(
-        `job "jobs[0]": cannot load job module "./jobs/b.ts": ${created.path('jobs/b.ts')}:1:`,
+        `job "jobs[1]": cannot load job module "./jobs/b.ts": ${created.path('jobs/b.ts')}:1:`,
       );
       expect(broken.stderr).not.toContain('"./jobs/a.ts"');
     } finally {

@@ -171,7 +171,7 @@ describe('validation', () => {
     ).toEqual([
       `${file}: job "a": option "timezone": expected an IANA timezone such as "UTC" or "Europe/Paris", got "Mars/Olympus"`,
       expect.stringMatching(
-        /^\/project\/resil.config.ts: job "a": option "schedule": invalid cron expression "\* \* \*": /,
+        /^\/project\/resil\.config\.ts: job "a": option "schedule": invalid cron expression "\* \* \*": /,
       ),
     ]);
   });
