@@ -7,7 +7,11 @@ import type { TelemetryEvent, TelemetryListener } from '../pipeline/strategy.ts'
 import type { TimeProvider } from '../pipeline/time.ts';
 import { delay } from '../pipeline/time.ts';
 import { lockTiming } from '../strategies/lock/defaults.ts';
-import { isLockNotAcquiredError, isStaleTokenError } from '../strategies/lock/errors.ts';
+import {
+  isLockNotAcquiredError,
+  isStaleTokenError,
+  isStoreUnavailableError,
+} from '../strategies/lock/errors.ts';
 import { randomOwnerId } from '../strategies/lock/owner-id.ts';
 import { ReleaseWakeUp } from '../strategies/lock/release-wake-up.ts';
 import type { ClaimResult, RunLedger } from '../strategies/lock/run-ledger.ts';
@@ -21,6 +25,7 @@ import type { FireKind, SchedulerEvent } from './events.ts';
 import type { JobContext, JobLogger, ResolvedJob } from './job.ts';
 import { jitterOf } from './occurrence.ts';
 import { OCCURRENCE_GRANT, type OccurrenceGrant, occurrenceLeaseStrategy } from './occurrence-lease.ts';
+import { onAbortShared } from './shared-abort.ts';
 import type { StoreClock } from './store-clock.ts';
 
 /** Why a fire did not run its job. */
@@ -124,6 +129,13 @@ interface FireState {
  */
 const expiryMarginMs = 25;
 
+/**
+ * A claim the store could not answer is asked again after this, doubling up to `max`, each delay
+ * drawn between half and all of it (fires that failed together do not come back together), until
+ * the occurrence's starting deadline.
+ */
+export const claimRetryTiming = { initialDelay: 100, maxDelay: 2_000 } as const;
+
 const storeResetMessage =
   'not run: the store lost the record of this occurrence while another instance ran it (a restart without persistence?)';
 
@@ -200,7 +212,23 @@ export class JobFirer {
     let waitMs = manual ? 0 : this.#startsAt(state) - clock.now() + (clock.offset?.uncertaintyMs ?? 0);
     /** This fire saw its occurrence running on another instance. */
     let sawRunning = false;
+    const deadlineMs = state.kind === 'catch-up' ? (this.job.catchUpMs ?? 0) : this.job.startingDeadlineMs;
+    /** The next pause after a claim the store could not answer. */
+    let storeRetryDelay: number = claimRetryTiming.initialDelay;
+    // Every fire of a runner sleeps on its stopping signal: each links to it through a shared
+    // listener (ten thousand fires due together add one listener, not ten thousand).
     const stopping = options.stopping ?? signal;
+    let sleepSignal: AbortSignal | undefined;
+    let unlinkStopping: (() => void) | undefined;
+    const sleepUntilStopped = (): AbortSignal | undefined => {
+      if (stopping === undefined || stopping.aborted) return stopping;
+      if (sleepSignal === undefined) {
+        const controller = new AbortController();
+        unlinkStopping = onAbortShared(stopping, () => controller.abort(stopping.reason));
+        sleepSignal = controller.signal;
+      }
+      return sleepSignal;
+    };
     // While the occurrence is queued behind a running one, a release of the key wakes this fire
     // for a claim at once; the polls stay the floor.
     let wakeUp: ReleaseWakeUp | undefined;
@@ -209,8 +237,9 @@ export class JobFirer {
         let woken = false;
         // Under a millisecond a timer would wait a whole one: ask now, the store never grants early.
         if (waitMs >= 1) {
+          const sleepSignal = sleepUntilStopped();
           try {
-            await (wakeUp ? wakeUp.sleep(time, waitMs, stopping) : delay(time, waitMs, stopping));
+            await (wakeUp ? wakeUp.sleep(time, waitMs, sleepSignal) : delay(time, waitMs, sleepSignal));
           } catch {
             return { outcome: 'skipped', reason: 'shutdown' };
           }
@@ -229,14 +258,26 @@ export class JobFirer {
             instance,
             ttlMs: lock.ttlMs,
             overlap: this.job.overlap,
-            startingDeadlineMs:
-              state.kind === 'catch-up' ? (this.job.catchUpMs ?? 0) : this.job.startingDeadlineMs,
+            startingDeadlineMs: deadlineMs,
             manual,
             retentionMs: this.#environment.ledgerRetentionMs,
           });
         } catch (error) {
-          return { outcome: 'skipped', reason: 'store-unavailable', error };
+          // A store that did not answer (down, or too busy to answer in time) may answer the next
+          // claim: the occurrence may start until its deadline, so ask again until then. A manual
+          // run's caller is waiting for an answer; any other error will not go away by asking.
+          if (manual || !isStoreUnavailableError(error)) {
+            return { outcome: 'skipped', reason: 'store-unavailable', error };
+          }
+          const pause = storeRetryDelay * (0.5 + Math.random() / 2);
+          if (clock.now() + pause > state.scheduledAt + deadlineMs) {
+            return { outcome: 'skipped', reason: 'store-unavailable', error };
+          }
+          storeRetryDelay = Math.min(storeRetryDelay * 2, claimRetryTiming.maxDelay);
+          waitMs = pause;
+          continue;
         }
+        storeRetryDelay = claimRetryTiming.initialDelay;
         if (claim.status === 'skipped') return { outcome: 'skipped', reason: claim.reason };
         if (claim.status === 'wait') {
           // Ask again by the time the blocking lease would expire (a takeover is due then), and
@@ -301,6 +342,7 @@ export class JobFirer {
       }
     } finally {
       wakeUp?.close();
+      unlinkStopping?.();
     }
   }
 

@@ -397,21 +397,60 @@ describe('JobFirer', () => {
     expect((await second).outcome).toBe('success');
   });
 
-  it('skips fires while the store is down (store-unavailable) and runs again once it is back', async () => {
-    const { store, probe, job } = setup((probe) => resolvedJob({ run: probe.run }));
+  it('asks a store that did not answer again, with backoff, and runs the occurrence once it answers', async () => {
+    const { time, store, probe, job } = setup((probe) => resolvedJob({ run: probe.run }));
     const { firer, logger } = await instance(store, job);
 
     store.down = true;
-    const result = await firer.fire(start);
-    expect(result).toMatchObject({ outcome: 'skipped', reason: 'store-unavailable' });
-    expect(result.error).toBeDefined();
+    const fired = firer.fire(start);
+    await time.advance(3_000);
+    // Backoff from 100 ms, doubling, each pause drawn between half and all of it: 3 to 6 claims
+    // in 3 s, not one per poll tick.
+    expect(store.claimCalls).toBeGreaterThanOrEqual(3);
+    expect(store.claimCalls).toBeLessThanOrEqual(6);
+    expect(probe.calls).toHaveLength(0);
     store.down = false;
-    expect((await firer.fire(start)).outcome).toBe('success');
+    await time.advance(2_000);
+    const result = await fired;
+    expect(result).toMatchObject({ outcome: 'success', token: 1 });
     expect(probe.calls).toHaveLength(1);
     expect(logger.fires().map((line) => [line.level, line.outcome, line.reason])).toEqual([
-      ['warn', 'skipped', 'store-unavailable'],
       ['info', 'success', undefined],
     ]);
+  });
+
+  it('skips as store-unavailable once the store has not answered until the starting deadline', async () => {
+    const { time, store, probe, job } = setup((probe) =>
+      resolvedJob({ run: probe.run, startingDeadlineMs: 5_000 }),
+    );
+    const { firer, logger } = await instance(store, job);
+
+    store.down = true;
+    let settledAt = Number.NaN;
+    const fired = firer.fire(start).finally(() => (settledAt = time.now()));
+    await time.advance(5_000);
+    const result = await fired;
+    expect(result).toMatchObject({ outcome: 'skipped', reason: 'store-unavailable' });
+    expect(result.error).toBeDefined();
+    // Given up before the deadline, not after it: the last pause would have ended past it.
+    expect(settledAt).toBeGreaterThan(start + 2_000);
+    expect(settledAt).toBeLessThan(start + 5_000);
+    expect(probe.calls).toHaveLength(0);
+    expect(logger.fires().map((line) => [line.level, line.outcome, line.reason])).toEqual([
+      ['warn', 'skipped', 'store-unavailable'],
+    ]);
+    store.down = false;
+    expect((await firer.fire(time.now())).outcome).toBe('success');
+  });
+
+  it('answers a manual run at once when the store does not (the caller is waiting)', async () => {
+    const { store, probe, job } = setup((probe) => resolvedJob({ run: probe.run }));
+    const { firer } = await instance(store, job);
+    store.down = true;
+    const result = await firer.fire(start, { kind: 'manual' });
+    expect(result).toMatchObject({ outcome: 'skipped', reason: 'store-unavailable' });
+    expect(store.claimCalls).toBe(1);
+    expect(probe.calls).toHaveLength(0);
   });
 
   it('holds the lease under an owner id that names the instance, and logs the start at debug', async () => {

@@ -235,20 +235,38 @@ describe('JobRunner', () => {
     });
   });
 
-  it('stays up through a store outage: fires skip as store-unavailable, then resume', async () => {
-    const { time, store, probe, logger, runner } = setup((probe) => [resolvedJob({ run: probe.run })]);
+  it('stays up through a store outage: the occurrences of the outage run once it is back, within their deadline', async () => {
+    const { time, store, probe, logger, runner } = setup((probe) => [
+      resolvedJob({ run: probe.run, overlap: 'buffer-all' }),
+    ]);
     await runner.start();
     store.down = true;
     await time.advance(2_000);
     store.down = false;
-    await time.advance(1_000);
+    await time.advance(3_000);
     await runner.stop();
-    expect(logger.fires().map((line) => [line.scheduledAt, line.outcome, line.reason])).toEqual([
-      ['2026-01-01T02:00:01.000Z', 'skipped', 'store-unavailable'],
-      ['2026-01-01T02:00:02.000Z', 'skipped', 'store-unavailable'],
-      ['2026-01-01T02:00:03.000Z', 'success', undefined],
+    const fires = logger.fires().map((line) => [line.scheduledAt, line.outcome, line.reason]);
+    for (const second of [1, 2, 3, 4, 5]) {
+      expect(fires).toContainEqual([`2026-01-01T02:00:0${second}.000Z`, 'success', undefined]);
+    }
+    expect(fires.filter((fire) => fire[1] !== 'success')).toEqual([]);
+    expect(probe.calls).toHaveLength(5);
+  });
+
+  it('skips the fires of an outage longer than their starting deadline as store-unavailable, and stays up', async () => {
+    const { time, store, probe, logger, runner } = setup((probe) => [
+      resolvedJob({ run: probe.run, startingDeadlineMs: 1_000 }),
     ]);
-    expect(probe.calls).toHaveLength(1);
+    await runner.start();
+    store.down = true;
+    await time.advance(3_000);
+    store.down = false;
+    await time.advance(2_000);
+    await runner.stop();
+    const fires = logger.fires().map((line) => [line.scheduledAt, line.outcome, line.reason]);
+    expect(fires).toContainEqual(['2026-01-01T02:00:01.000Z', 'skipped', 'store-unavailable']);
+    expect(fires).toContainEqual(['2026-01-01T02:00:05.000Z', 'success', undefined]);
+    expect(probe.calls.length).toBeGreaterThanOrEqual(1);
   });
 
   it('schedules only the named jobs (a disabled one too) and rejects an unknown name', async () => {

@@ -121,7 +121,12 @@ export class BoundedCommands {
           pending.reloaded = true;
           this.#dispatch(pending, send);
         } else if (this.#settle(pending)) {
-          pending.reject(commandError(pending.operation, pending.key, error));
+          // Already ours (a replica check that came up short): its message says it all.
+          pending.reject(
+            error instanceof StoreUnavailableError
+              ? error
+              : commandError(pending.operation, pending.key, error),
+          );
         }
       },
     );

@@ -21,3 +21,11 @@ export const redisLockStoreLimits = {
   commandTimeout: { min: 10, max: 3_600_000 },
   replicaTimeout: { min: 1, max: 3_600_000 },
 } as const;
+
+/**
+ * Occurrence claims and finishes per script call, and script calls in flight at once (see
+ * script-batches.ts): 100 claims take Redis a few ms, so a store keeps Redis busy with at most a
+ * few hundred of them queued there, and a reply that takes `commandTimeout` means Redis is not
+ * answering, not that our own backlog is long.
+ */
+export const redisLedgerBatchLimits = { maxBatch: 100, maxInFlight: 4 } as const;

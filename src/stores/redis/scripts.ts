@@ -495,6 +495,29 @@ end
 return false
 `;
 
+/**
+ * The batch form of a script (see script-batches.ts): its body runs once per call, in order, each
+ * with its own KEYS and ARGV (`keysEach` and `argsEach` of them: the batch takes every call's KEYS,
+ * then every call's ARGV), and the replies come back as one array. The body's KEYS and ARGV are
+ * the function's parameters, so it runs unchanged. A body never replies nil (it would end the
+ * array); `false` comes back as a null element.
+ */
+function batchOf(body: string, keysEach: number, argsEach: number): string {
+  return `
+local function one(KEYS, ARGV)
+${body}
+end
+local replies = {}
+for i = 0, #KEYS / ${keysEach} - 1 do
+  local keys, args = {}, {}
+  for j = 1, ${keysEach} do keys[j] = KEYS[i * ${keysEach} + j] end
+  for j = 1, ${argsEach} do args[j] = ARGV[i * ${argsEach} + j] end
+  replies[i + 1] = one(keys, args)
+end
+return replies
+`;
+}
+
 /** A script and its SHA1, sent by `EVALSHA`, or `EVAL` when the server does not have it yet. */
 export class StoreScript {
   readonly sha: string;
@@ -515,8 +538,10 @@ export const storeScripts = {
   releaseBatch: new StoreScript(releaseBatchScript, 1),
   inspect: new StoreScript(inspectScript, 2),
   claimOccurrence: new StoreScript(claimOccurrenceScript, 8),
+  claimOccurrenceBatch: new StoreScript(batchOf(claimOccurrenceScript, 8, 10), 8),
   renewOccurrence: new StoreScript(renewOccurrenceScript, 7),
   finishOccurrence: new StoreScript(finishOccurrenceScript, 7),
+  finishOccurrenceBatch: new StoreScript(batchOf(finishOccurrenceScript, 7, 11), 7),
   runHistory: new StoreScript(runHistoryScript, 2),
   lastCompleted: new StoreScript(lastCompletedScript, 1),
   pauseJob: new StoreScript(pauseJobScript, 1),

@@ -22,13 +22,20 @@ import {
   type StoredRunRecord,
 } from '../../strategies/lock/run-ledger.ts';
 import type { LeaseInfo, LockStore } from '../../strategies/lock/store.ts';
-import { BoundedCommands, type ConnectionStatus, commandError, describe } from './bounded-commands.ts';
-import { redisLockStoreDefaults, redisLockStoreLimits } from './defaults.ts';
+import {
+  BoundedCommands,
+  type ConnectionStatus,
+  commandError,
+  describe,
+  type KeysOf,
+} from './bounded-commands.ts';
+import { redisLedgerBatchLimits, redisLockStoreDefaults, redisLockStoreLimits } from './defaults.ts';
 import { guardErrorEvents } from './error-events.ts';
 import { RedisKeys } from './keys.ts';
 import { keySlot, LeaseBatches } from './lease-batches.ts';
 import type { FencedSetOptions, RedisLockStoreOptions } from './options.ts';
 import { ReleaseNotifications } from './release-notifications.ts';
+import { ScriptBatches, type SendScript } from './script-batches.ts';
 import { isNoScriptError, runScript, type ScriptRunner, type StoreScript, storeScripts } from './scripts.ts';
 
 type Client = (Redis | Cluster) & ScriptRunner<Promise<unknown>> & ConnectionStatus;
@@ -79,6 +86,9 @@ export class RedisLockStore implements LockStore, RunLedger, InstanceRegistry {
   readonly #keys: RedisKeys;
   readonly #bounded: BoundedCommands;
   readonly #batches: LeaseBatches;
+  /** Claims and finishes of occurrences, many per script call (see script-batches.ts). */
+  readonly #claims: ScriptBatches;
+  readonly #finishes: ScriptBatches;
   readonly #waitForReplicas: number;
   readonly #replicaTimeout: number;
   readonly #notifications: ReleaseNotifications | undefined;
@@ -132,11 +142,30 @@ export class RedisLockStore implements LockStore, RunLedger, InstanceRegistry {
     this.#bounded = new BoundedCommands(this.#client, commandTimeout);
     const clientPrefix = (client.options as { keyPrefix?: unknown } | undefined)?.keyPrefix;
     const keyPrefix = typeof clientPrefix === 'string' ? clientPrefix : '';
-    this.#batches = new LeaseBatches(
-      this.#client,
-      this.#bounded,
-      (client as { isCluster?: boolean }).isCluster === true ? (key) => keySlot(keyPrefix + key) : undefined,
-    );
+    const slotOf =
+      (client as { isCluster?: boolean }).isCluster === true
+        ? (key: string) => keySlot(keyPrefix + key)
+        : undefined;
+    this.#batches = new LeaseBatches(this.#client, this.#bounded, slotOf);
+    const send: SendScript = (operation, keys, script, load, args, numberOfKeys) =>
+      this.#waitForReplicas === 0
+        ? runScript(this.#client, script, load, args, numberOfKeys)
+        : this.#withWait(script, load, args, numberOfKeys).then((replies) =>
+            this.#checkReplicated(operation, keys, replies),
+          );
+    const lane = { send, bounded: this.#bounded, slotOf, limits: redisLedgerBatchLimits };
+    this.#claims = new ScriptBatches({
+      operation: 'claimOccurrence',
+      single: storeScripts.claimOccurrence,
+      batch: storeScripts.claimOccurrenceBatch,
+      ...lane,
+    });
+    this.#finishes = new ScriptBatches({
+      operation: 'finishOccurrence',
+      single: storeScripts.finishOccurrence,
+      batch: storeScripts.finishOccurrenceBatch,
+      ...lane,
+    });
   }
 
   // acquire, renew and release are the hot path: no async wrapper, no named closures.
@@ -261,20 +290,22 @@ export class RedisLockStore implements LockStore, RunLedger, InstanceRegistry {
       throw new InvalidOptionError('startingDeadlineMs', startingDeadlineMs, 'a number of ms >= 0');
     }
     const retentionMs = checkRetention(request.retentionMs);
-    const reply = (await this.#writeScript('claimOccurrence', key, storeScripts.claimOccurrence, [
-      ...this.#keys.ledger(key, job),
-      this.#keys.paused(key, job),
-      job,
-      scheduledAt,
-      owner,
-      overlap,
-      instance,
-      ttl,
-      startingDeadlineMs,
-      request.manual ? '1' : '0',
-      retentionMs,
-      ledgerRecordLimit,
-    ])) as [string, string | number, number?, number?];
+    const reply = (await this.#claims.run(
+      key,
+      [...this.#keys.ledger(key, job), this.#keys.paused(key, job)],
+      [
+        job,
+        scheduledAt,
+        owner,
+        overlap,
+        instance,
+        ttl,
+        startingDeadlineMs,
+        request.manual ? '1' : '0',
+        retentionMs,
+        ledgerRecordLimit,
+      ],
+    )) as [string, string | number, number?, number?];
     switch (reply[0]) {
       case 'granted':
         return {
@@ -318,8 +349,9 @@ export class RedisLockStore implements LockStore, RunLedger, InstanceRegistry {
       throw new InvalidOptionError('result.error', result.error, 'a string');
     }
     const retentionMs = checkRetention(options.retentionMs);
-    const highest = await this.#writeScript('finishOccurrence', lease.key, storeScripts.finishOccurrence, [
-      ...leaseArguments,
+    const keysEach = storeScripts.finishOccurrence.numberOfKeys;
+    const highest = await this.#finishes.run(lease.key, leaseArguments.slice(0, keysEach), [
+      ...leaseArguments.slice(keysEach),
       String(lease.token),
       result.outcome,
       result.error === undefined ? '0' : '1',
@@ -520,9 +552,14 @@ export class RedisLockStore implements LockStore, RunLedger, InstanceRegistry {
    * The script and `WAIT` in one pipeline: both go out in one write, one round trip. A `NOSCRIPT`
    * reply is raised so that the bounded run sends the pipeline again with `EVAL`.
    */
-  async #withWait(script: StoreScript, load: boolean, args: Argument[]): Promise<PipelineReplies> {
+  async #withWait(
+    script: StoreScript,
+    load: boolean,
+    args: readonly Argument[],
+    numberOfKeys = script.numberOfKeys,
+  ): Promise<PipelineReplies> {
     const pipeline = this.client.pipeline();
-    runScript(pipeline as unknown as ScriptRunner<unknown>, script, load, args);
+    runScript(pipeline as unknown as ScriptRunner<unknown>, script, load, args, numberOfKeys);
     const replies = await pipeline.wait(this.#waitForReplicas, this.#replicaTimeout).exec();
     const scriptError = replies?.[0]?.[0];
     if (isNoScriptError(scriptError)) throw scriptError;
@@ -530,7 +567,7 @@ export class RedisLockStore implements LockStore, RunLedger, InstanceRegistry {
   }
 
   /** The script's reply, once `WAIT` confirmed enough replicas; else `StoreUnavailableError`. */
-  #checkReplicated(operation: string, key: string, replies: PipelineReplies): unknown {
+  #checkReplicated(operation: string, key: KeysOf, replies: PipelineReplies): unknown {
     const [scriptReply, waitReply] = replies ?? [];
     if (scriptReply?.[0]) throw commandError(operation, key, scriptReply[0]);
     const acknowledged = waitReply?.[0] ? -1 : Number(waitReply?.[1]);
