@@ -62,7 +62,16 @@ describe.skipIf(noRedisServer)('resil run --metrics: /readyz follows the Redis i
   ): Promise<{ run: RunProcess; base: string }> {
     const fixture = writeRunFixture({
       prefix: uniquePrefix(name),
-      jobs: [{ name: 'tick', schedule: '* * * * * *', workMs: 5, lock: { ttl: 3_000, wait: 0 } }],
+      // A fire asks the store again until its starting deadline: 1 s lets an outage's fires give up quickly.
+      jobs: [
+        {
+          name: 'tick',
+          schedule: '* * * * * *',
+          workMs: 5,
+          lock: { ttl: 3_000, wait: 0 },
+          startingDeadline: 1_000,
+        },
+      ],
       shutdownGraceMs: 2_000,
     });
     fixtures.push(fixture);

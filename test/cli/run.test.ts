@@ -131,7 +131,8 @@ describe.skipIf(!redisUrl)('resil run (real process)', () => {
     url.password = 'wrong-secret';
     const f = fixture({
       prefix: uniquePrefix('run-wrongpass'),
-      jobs: [{ name: 'tick', schedule: '* * * * * *', workMs: 20 }],
+      // A fire asks the store again until its starting deadline: 1 s lets each give up quickly.
+      jobs: [{ name: 'tick', schedule: '* * * * * *', workMs: 20, startingDeadline: 1_000 }],
     });
     const run = startRun(f, { instance: 'one', redisUrl: url.href });
     try {
@@ -160,7 +161,8 @@ describe.skipIf(!redisUrl)('resil run (real process)', () => {
     const server = await startRedisServer();
     const f = fixture({
       prefix: uniquePrefix('run-outage'),
-      jobs: [{ name: 'tick', schedule: '* * * * * *', workMs: 20 }],
+      // A fire asks the store again until its starting deadline: past 1 s of outage, it gives up.
+      jobs: [{ name: 'tick', schedule: '* * * * * *', workMs: 20, startingDeadline: 1_000 }],
     });
     const run = startRun(f, { instance: 'one', redisUrl: server.url });
     try {
