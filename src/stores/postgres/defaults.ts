@@ -13,3 +13,10 @@ export const postgresLockStoreDefaults = {
 
 /** PostgreSQL truncates longer identifiers silently (NAMEDATALEN - 1 bytes). */
 export const maxIdentifierBytes = 63;
+
+/**
+ * Occurrence claims and finishes per statement, and statements in flight at once (see
+ * ../call-batches.ts): a statement of 100 claims takes a few tens of ms and holds the row locks
+ * of its keys until it commits, and four in flight leave most of a default pool (10) to the rest.
+ */
+export const postgresLedgerBatchLimits = { maxBatch: 100, maxInFlight: 4 } as const;

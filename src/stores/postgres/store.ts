@@ -21,11 +21,23 @@ import {
   runRecordOf,
 } from '../../strategies/lock/run-ledger.ts';
 import type { LeaseInfo, LockStore } from '../../strategies/lock/store.ts';
-import { postgresLockStoreDefaults } from './defaults.ts';
+import { CallBatches } from '../call-batches.ts';
+import { postgresLedgerBatchLimits, postgresLockStoreDefaults } from './defaults.ts';
 import { storeUnavailable } from './errors.ts';
 import type { PostgresLockStoreOptions } from './options.ts';
 import { ReleaseNotifications } from './release-notifications.ts';
 import { literal, type PostgresTables, resolveTables, setupSql, someoneWaitsOn, toMs } from './schema.ts';
+
+/** What the claim function answers. */
+interface ClaimRow {
+  status: ClaimResult['status'];
+  retry_at: number | null;
+  running_elsewhere: boolean | null;
+  skip_reason: LedgerSkipReason | 'already-done' | null;
+  lease_at: number | null;
+  lease_token: string | null;
+  takeover: boolean | null;
+}
 
 const msInterval = (parameter: string) => `${parameter}::float8 * interval '1 millisecond'`;
 
@@ -77,6 +89,21 @@ FROM ${t.claim}($1::text, $2::text, $3::float8, $4::text, $5::text, $6::float8, 
     renewOccurrence: `SELECT ${t.renew}($1::text, $2::text, $3::float8, $4::text, $5::float8, $6::text) AS renewed`,
     finish: `SELECT ${t.finish}($1::text, $2::text, $3::float8, $4::text, $5::bigint, $6::text, $7::text, $8::text,
   $9::float8, $10::int) AS highest`,
+    // The batch forms: one statement calls the function once per element of the arrays, in their
+    // order (the store sorts them by key: every batch then locks its keys' rows in one order, and
+    // two batches cannot deadlock). One transaction: a batch's grants show at its commit.
+    claimBatch: `SELECT c.status, c.retry_at, c.running_elsewhere, c.skip_reason, c.lease_at, c.lease_token, c.takeover
+FROM unnest($1::text[], $2::text[], $3::float8[], $4::text[], $5::text[], $6::float8[], $7::text[], $8::float8[],
+  $9::boolean[], $10::float8[]) WITH ORDINALITY
+  AS r(key, job, at_ms, owner, instance, ttl_ms, overlap, deadline_ms, manual, retention_ms, n)
+CROSS JOIN LATERAL ${t.claim}(r.key, r.job, r.at_ms, r.owner, r.instance, r.ttl_ms, r.overlap, r.deadline_ms,
+  r.manual, r.retention_ms, $11::int) AS c
+ORDER BY r.n`,
+    finishBatch: `SELECT ${t.finish}(r.key, r.job, r.at_ms, r.owner, r.token, r.overlap, r.outcome, r.error,
+  r.retention_ms, $10::int) AS highest
+FROM unnest($1::text[], $2::text[], $3::float8[], $4::text[], $5::bigint[], $6::text[], $7::text[], $8::text[],
+  $9::float8[]) WITH ORDINALITY AS r(key, job, at_ms, owner, token, overlap, outcome, error, retention_ms, n)
+ORDER BY r.n`,
     runHistory: `SELECT job, ${toMs('scheduled_at')} AS scheduled_at, state, reason, token, instance,
   ${toMs('started_at')} AS started_at, ${toMs('ended_at')} AS ended_at, error, takeovers
 FROM ${t.occurrences} WHERE key = $1::text AND job = $2::text
@@ -197,6 +224,9 @@ export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry
   readonly #timeoutMs: number;
   readonly #notifications: ReleaseNotifications;
   #ready: boolean;
+  /** Claims and finishes of occurrences, many per statement (see {@link CallBatches}). */
+  readonly #claims: CallBatches<unknown[], ClaimRow>;
+  readonly #finishes: CallBatches<unknown[], { highest: string | null }>;
   #setup: Promise<void> | undefined;
 
   /**
@@ -222,6 +252,16 @@ export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry
     }
     this.#ready = !createTable;
     this.#notifications = new ReleaseNotifications(pool, this.#tables, this.#timeoutMs);
+    // The record limit is the same in every call: one parameter of the batch, not an array.
+    this.#claims = new CallBatches({
+      send: (calls) => this.#sendLedgerCalls('claimOccurrence', this.#sql.claim, this.#sql.claimBatch, calls),
+      limits: postgresLedgerBatchLimits,
+    });
+    this.#finishes = new CallBatches({
+      send: (calls) =>
+        this.#sendLedgerCalls('finishOccurrence', this.#sql.finish, this.#sql.finishBatch, calls),
+      limits: postgresLedgerBatchLimits,
+    });
     if (typeof pool.on === 'function' && !poolsWithListener.has(pool)) {
       poolsWithListener.add(pool);
       pool.on('error', ignore);
@@ -304,16 +344,7 @@ export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry
       ),
       ledgerRecordLimit,
     ];
-    const result = await this.#query<{
-      status: ClaimResult['status'];
-      retry_at: number | null;
-      running_elsewhere: boolean | null;
-      skip_reason: LedgerSkipReason | 'already-done' | null;
-      lease_at: number | null;
-      lease_token: string | null;
-      takeover: boolean | null;
-    }>('claimOccurrence', this.#sql.claim, values);
-    const row = result.rows[0]!;
+    const row = await this.#claims.run(values);
     if (row.status === 'granted') {
       const { job, key, owner, overlap } = request;
       const lease: OccurrenceLease = {
@@ -369,7 +400,7 @@ export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry
       0,
       maxDurationMs,
     );
-    const answer = await this.#query<{ highest: string | null }>('finishOccurrence', this.#sql.finish, [
+    const answer = await this.#finishes.run([
       lease.key,
       lease.job,
       lease.scheduledAt,
@@ -381,7 +412,7 @@ export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry
       retentionMs,
       ledgerRecordLimit,
     ]);
-    const highest = answer.rows[0]?.highest;
+    const highest = answer?.highest;
     if (highest !== null && highest !== undefined) {
       throw new StaleTokenError(lease.job, lease.token, Number(highest));
     }
@@ -540,6 +571,35 @@ export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry
       if (code !== '23505' && code !== '42P07') throw error;
       await this.#pool.query(sql);
     }
+  }
+
+  /**
+   * Ledger calls (each its statement's parameters, the record limit last) as one round trip: a
+   * lone one as its statement, more as the statement's batch form, sorted by key (the first
+   * parameter) so that every batch locks its keys' rows in the same order; one row per call, in
+   * the order of `calls`.
+   */
+  async #sendLedgerCalls<R extends QueryResultRow>(
+    operation: string,
+    single: string,
+    batch: string,
+    calls: readonly unknown[][],
+  ): Promise<R[]> {
+    if (calls.length === 1) return (await this.#query<R>(operation, single, calls[0]!)).rows;
+    const order = calls.map((_, index) => index);
+    order.sort((a, b) => {
+      const keyA = calls[a]![0] as string;
+      const keyB = calls[b]![0] as string;
+      return keyA < keyB ? -1 : keyA > keyB ? 1 : a - b;
+    });
+    const columns = calls[0]!.length - 1;
+    const values: unknown[] = [];
+    for (let column = 0; column < columns; column++) values.push(order.map((index) => calls[index]![column]));
+    values.push(calls[0]!.at(-1));
+    const { rows } = await this.#query<R>(operation, batch, values);
+    const replies = new Array<R>(calls.length);
+    for (const [position, index] of order.entries()) replies[index] = rows[position]!;
+    return replies;
   }
 
   #query<R extends QueryResultRow = QueryResultRow>(

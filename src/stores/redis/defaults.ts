@@ -24,7 +24,7 @@ export const redisLockStoreLimits = {
 
 /**
  * Occurrence claims and finishes per script call, and script calls in flight at once (see
- * script-batches.ts): 100 claims take Redis a few ms, so a store keeps Redis busy with at most a
+ * ../call-batches.ts): 100 claims take Redis a few ms, so a store keeps Redis busy with at most a
  * few hundred of them queued there, and a reply that takes `commandTimeout` means Redis is not
  * answering, not that our own backlog is long.
  */

@@ -496,7 +496,7 @@ return false
 `;
 
 /**
- * The batch form of a script (see script-batches.ts): its body runs once per call, in order, each
+ * The batch form of a script (see ../call-batches.ts): its body runs once per call, in order, each
  * with its own KEYS and ARGV (`keysEach` and `argsEach` of them: the batch takes every call's KEYS,
  * then every call's ARGV), and the replies come back as one array. The body's KEYS and ARGV are
  * the function's parameters, so it runs unchanged. A body never replies nil (it would end the

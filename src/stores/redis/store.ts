@@ -22,6 +22,7 @@ import {
   type StoredRunRecord,
 } from '../../strategies/lock/run-ledger.ts';
 import type { LeaseInfo, LockStore } from '../../strategies/lock/store.ts';
+import { CallBatches } from '../call-batches.ts';
 import {
   BoundedCommands,
   type ConnectionStatus,
@@ -35,7 +36,6 @@ import { RedisKeys } from './keys.ts';
 import { keySlot, LeaseBatches } from './lease-batches.ts';
 import type { FencedSetOptions, RedisLockStoreOptions } from './options.ts';
 import { ReleaseNotifications } from './release-notifications.ts';
-import { ScriptBatches, type SendScript } from './script-batches.ts';
 import { isNoScriptError, runScript, type ScriptRunner, type StoreScript, storeScripts } from './scripts.ts';
 
 type Client = (Redis | Cluster) & ScriptRunner<Promise<unknown>> & ConnectionStatus;
@@ -86,9 +86,9 @@ export class RedisLockStore implements LockStore, RunLedger, InstanceRegistry {
   readonly #keys: RedisKeys;
   readonly #bounded: BoundedCommands;
   readonly #batches: LeaseBatches;
-  /** Claims and finishes of occurrences, many per script call (see script-batches.ts). */
-  readonly #claims: ScriptBatches;
-  readonly #finishes: ScriptBatches;
+  /** Claims and finishes of occurrences, many per script call (see {@link CallBatches}). */
+  readonly #claims: CallBatches<LedgerCall, unknown>;
+  readonly #finishes: CallBatches<LedgerCall, unknown>;
   readonly #waitForReplicas: number;
   readonly #replicaTimeout: number;
   readonly #notifications: ReleaseNotifications | undefined;
@@ -147,24 +147,28 @@ export class RedisLockStore implements LockStore, RunLedger, InstanceRegistry {
         ? (key: string) => keySlot(keyPrefix + key)
         : undefined;
     this.#batches = new LeaseBatches(this.#client, this.#bounded, slotOf);
-    const send: SendScript = (operation, keys, script, load, args, numberOfKeys) =>
-      this.#waitForReplicas === 0
-        ? runScript(this.#client, script, load, args, numberOfKeys)
-        : this.#withWait(script, load, args, numberOfKeys).then((replies) =>
-            this.#checkReplicated(operation, keys, replies),
-          );
-    const lane = { send, bounded: this.#bounded, slotOf, limits: redisLedgerBatchLimits };
-    this.#claims = new ScriptBatches({
-      operation: 'claimOccurrence',
-      single: storeScripts.claimOccurrence,
-      batch: storeScripts.claimOccurrenceBatch,
-      ...lane,
+    const groupOf = slotOf && ((call: LedgerCall) => slotOf(call.keys[0]!));
+    this.#claims = new CallBatches({
+      send: (calls) =>
+        this.#sendLedgerCalls(
+          'claimOccurrence',
+          storeScripts.claimOccurrence,
+          storeScripts.claimOccurrenceBatch,
+          calls,
+        ),
+      groupOf,
+      limits: redisLedgerBatchLimits,
     });
-    this.#finishes = new ScriptBatches({
-      operation: 'finishOccurrence',
-      single: storeScripts.finishOccurrence,
-      batch: storeScripts.finishOccurrenceBatch,
-      ...lane,
+    this.#finishes = new CallBatches({
+      send: (calls) =>
+        this.#sendLedgerCalls(
+          'finishOccurrence',
+          storeScripts.finishOccurrence,
+          storeScripts.finishOccurrenceBatch,
+          calls,
+        ),
+      groupOf,
+      limits: redisLedgerBatchLimits,
     });
   }
 
@@ -290,10 +294,10 @@ export class RedisLockStore implements LockStore, RunLedger, InstanceRegistry {
       throw new InvalidOptionError('startingDeadlineMs', startingDeadlineMs, 'a number of ms >= 0');
     }
     const retentionMs = checkRetention(request.retentionMs);
-    const reply = (await this.#claims.run(
+    const reply = (await this.#claims.run({
       key,
-      [...this.#keys.ledger(key, job), this.#keys.paused(key, job)],
-      [
+      keys: [...this.#keys.ledger(key, job), this.#keys.paused(key, job)],
+      argv: [
         job,
         scheduledAt,
         owner,
@@ -305,7 +309,7 @@ export class RedisLockStore implements LockStore, RunLedger, InstanceRegistry {
         retentionMs,
         ledgerRecordLimit,
       ],
-    )) as [string, string | number, number?, number?];
+    })) as [string, string | number, number?, number?];
     switch (reply[0]) {
       case 'granted':
         return {
@@ -350,16 +354,20 @@ export class RedisLockStore implements LockStore, RunLedger, InstanceRegistry {
     }
     const retentionMs = checkRetention(options.retentionMs);
     const keysEach = storeScripts.finishOccurrence.numberOfKeys;
-    const highest = await this.#finishes.run(lease.key, leaseArguments.slice(0, keysEach), [
-      ...leaseArguments.slice(keysEach),
-      String(lease.token),
-      result.outcome,
-      result.error === undefined ? '0' : '1',
-      result.error ?? '',
-      retentionMs,
-      ledgerRecordLimit,
-      this.#keys.released(lease.key),
-    ]);
+    const highest = await this.#finishes.run({
+      key: lease.key,
+      keys: leaseArguments.slice(0, keysEach) as string[],
+      argv: [
+        ...leaseArguments.slice(keysEach),
+        String(lease.token),
+        result.outcome,
+        result.error === undefined ? '0' : '1',
+        result.error ?? '',
+        retentionMs,
+        ledgerRecordLimit,
+        this.#keys.released(lease.key),
+      ],
+    });
     if (highest !== null) throw new StaleTokenError(lease.job, lease.token, Number(highest));
   }
 
@@ -530,6 +538,35 @@ export class RedisLockStore implements LockStore, RunLedger, InstanceRegistry {
     return value === null ? undefined : Number(value);
   }
 
+  /**
+   * Ledger calls as one round trip: a lone one as its script, more as the script's batch form
+   * (each call's KEYS, then each call's ARGV); one reply per call. Bounded like any command, and
+   * followed by `WAIT` when the store waits for replicas.
+   */
+  #sendLedgerCalls(
+    operation: string,
+    single: StoreScript,
+    batch: StoreScript,
+    calls: readonly LedgerCall[],
+  ): Promise<readonly unknown[]> {
+    const lone = calls.length === 1 ? calls[0]! : undefined;
+    const script = lone ? single : batch;
+    const args: Argument[] = [];
+    for (const call of calls) args.push(...call.keys);
+    for (const call of calls) args.push(...call.argv);
+    const numberOfKeys = single.numberOfKeys * calls.length;
+    const keys = lone ? lone.key : calls.map((call) => call.key);
+    const replies =
+      this.#waitForReplicas === 0
+        ? this.#bounded.run(operation, keys, (load) =>
+            runScript(this.#client, script, load, args, numberOfKeys),
+          )
+        : this.#bounded
+            .run(operation, keys, (load) => this.#withWait(script, load, args, numberOfKeys))
+            .then((replies) => this.#checkReplicated(operation, keys, replies));
+    return lone ? replies.then((reply) => [reply]) : (replies as Promise<unknown[]>);
+  }
+
   /** One script, bounded. */
   #script(operation: string, key: string, script: StoreScript, args: Argument[]): Promise<unknown> {
     const client = this.#client;
@@ -582,6 +619,13 @@ export class RedisLockStore implements LockStore, RunLedger, InstanceRegistry {
 }
 
 const maxDate = 8.64e15;
+
+/** One claim or finish of an occurrence: its lease key (for messages), its script's KEYS and ARGV. */
+interface LedgerCall {
+  readonly key: string;
+  readonly keys: readonly string[];
+  readonly argv: readonly Argument[];
+}
 
 function isOne(reply: unknown): boolean {
   return reply === 1;

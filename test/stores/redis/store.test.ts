@@ -316,6 +316,78 @@ describe.skipIf(privateRedisUnavailableReason())('RedisLockStore on a private Re
       ]);
     });
 
+    it('250 concurrent claims go out in script calls of at most 100, at most 4 in flight, and so do their finishes; each gets its own answer', async () => {
+      const store = new RedisLockStore(client, { prefix: `claim-batch-${Date.now()}:` });
+      const jobs = Array.from({ length: 250 }, (_, index) => `job-${index}`);
+      // Warm-up: both forms of both scripts are loaded, so no NOSCRIPT round trip is counted.
+      for (const batch of [1, 2]) {
+        const warm = await Promise.all(
+          Array.from({ length: batch }, (_, index) => grantOf(store, { job: `warm-${batch}-${index}` })),
+        );
+        await Promise.all(warm.map((lease) => store.finishOccurrence(lease, { outcome: 'success' })));
+      }
+      const scheduledAt = Math.floor((Date.now() - 2_000) / 1_000) * 1_000;
+      let claims: ClaimResult[] = [];
+      let others: ClaimResult[] = [];
+      const sent = await commandsDuring(async () => {
+        claims = await Promise.all(jobs.map((job) => claimOf(store, { job, scheduledAt })));
+        // Another instance's fires of the same occurrences, while they run.
+        others = await Promise.all(
+          jobs.map((job) => claimOf(store, { job, scheduledAt, instance: 'test:2' })),
+        );
+      });
+      expect(sent.map((args) => [args[0], args[2]])).toEqual([
+        ['evalsha', String(100 * 8)],
+        ['evalsha', String(100 * 8)],
+        ['evalsha', String(50 * 8)],
+        ['evalsha', String(100 * 8)],
+        ['evalsha', String(100 * 8)],
+        ['evalsha', String(50 * 8)],
+      ]);
+      expect(claims.map((claim) => claim.status)).toEqual(jobs.map(() => 'granted'));
+      const tokens = claims.map((claim) => (claim.status === 'granted' ? claim.lease.token : 0));
+      expect(new Set(tokens).size).toBe(250);
+      for (const [index, claim] of claims.entries()) {
+        expect(claim.status === 'granted' && claim.lease.job).toBe(jobs[index]);
+      }
+      expect(
+        others.map((other) => [other.status, other.status === 'wait' && other.runningElsewhere]),
+      ).toEqual(jobs.map(() => ['wait', true]));
+      const finishes = await commandsDuring(() =>
+        Promise.all(
+          claims.map((claim, index) =>
+            claim.status === 'granted'
+              ? store.finishOccurrence(
+                  claim.lease,
+                  index === 7 ? { outcome: 'failure', error: 'boom' } : { outcome: 'success' },
+                )
+              : undefined,
+          ),
+        ),
+      );
+      expect(finishes.map((args) => [args[0], args[2]])).toEqual([
+        ['evalsha', String(100 * 7)],
+        ['evalsha', String(100 * 7)],
+        ['evalsha', String(50 * 7)],
+      ]);
+      expect(await store.runHistory('job-7')).toMatchObject([{ outcome: 'failure', error: 'boom' }]);
+      expect(await store.runHistory('job-249')).toMatchObject([{ outcome: 'success' }]);
+      // A stale finish in a batch is refused on its own; the other one in the call is recorded.
+      const earlier = scheduledAt - 1_000;
+      const again = await Promise.all(
+        ['job-0', 'job-1'].map((job) => grantOf(store, { job, scheduledAt: earlier })),
+      );
+      const [fresh, stale] = await Promise.allSettled([
+        store.finishOccurrence(again[0]!, { outcome: 'success' }),
+        store.finishOccurrence({ ...again[1]!, token: again[1]!.token - 1_000 }, { outcome: 'success' }),
+      ]);
+      expect(fresh.status).toBe('fulfilled');
+      expect(stale.status === 'rejected' && isStaleTokenError(stale.reason)).toBe(true);
+      expect(await store.runHistory('job-0')).toContainEqual(
+        expect.objectContaining({ scheduledAt: earlier, outcome: 'success' }),
+      );
+    });
+
     it('keeps the order they were issued in: a release then an acquire of the key in one tick hands it over', async () => {
       const store = new RedisLockStore(client, { prefix: 'batch-order:' });
       await store.acquire('k', 'a', ttl);
