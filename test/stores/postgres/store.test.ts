@@ -312,6 +312,63 @@ describe.skipIf(!databaseUrl)('PostgresLockStore', () => {
       );
     }
 
+    it('250 concurrent claims are 3 statements (at most 100 each, sorted by key), and so are their finishes; each gets its own answer', async () => {
+      const statements: string[] = [];
+      // The pool as the store sees it: every statement it sends is counted.
+      const counting = new Proxy(pool, {
+        get(target, property, receiver) {
+          if (property === 'query') {
+            return (text: string, values?: unknown[]) => {
+              statements.push(text);
+              return target.query(text, values);
+            };
+          }
+          return Reflect.get(target, property, receiver);
+        },
+      });
+      const store = new PostgresLockStore(counting, { schema });
+      await store.ensureTables();
+      const jobs = Array.from({ length: 250 }, (_, index) => `batch-${String(999 - index).padStart(4, '0')}`);
+      const at = past(2_000);
+      statements.length = 0;
+      const [claims, others] = await Promise.all([
+        Promise.all(jobs.map((job) => store.claimOccurrence(request(job, at)))),
+        // Another instance claiming the same occurrences at once, through its own store, in the
+        // opposite order: batches locking rows in the order they were issued would deadlock.
+        Promise.all(
+          [...jobs]
+            .reverse()
+            .map((job) => sharedStore.claimOccurrence(request(job, at, { instance: 'host:2' }))),
+        ).then((answers) => answers.reverse()),
+      ]);
+      expect(statements).toHaveLength(3);
+      expect(statements.every((text) => text.includes('unnest('))).toBe(true);
+      const winners = claims.map(
+        (claim, index) =>
+          (claim.status === 'granted' ? 1 : 0) + (others[index]!.status === 'granted' ? 1 : 0),
+      );
+      expect(winners).toEqual(jobs.map(() => 1));
+      for (const [index, claim] of claims.entries()) {
+        if (claim.status === 'granted') expect(claim.lease.job).toBe(jobs[index]);
+        else expect(claim).toMatchObject({ status: 'wait', runningElsewhere: true });
+      }
+      statements.length = 0;
+      const mine = claims.flatMap((claim) => (claim.status === 'granted' ? [claim.lease] : []));
+      await Promise.all(
+        mine.map((lease, index) =>
+          store.finishOccurrence(
+            lease,
+            index === 0 ? { outcome: 'failure', error: 'boom' } : { outcome: 'success' },
+          ),
+        ),
+      );
+      expect(statements.length).toBe(Math.ceil(mine.length / 100));
+      if (mine.length > 0) {
+        expect(await store.runHistory(mine[0]!.job)).toMatchObject([{ outcome: 'failure', error: 'boom' }]);
+        expect(await store.runHistory(mine.at(-1)!.job)).toMatchObject([{ outcome: 'success' }]);
+      }
+    });
+
     it('grants exactly one of 20 concurrent claims of one occurrence from separate clients', async () => {
       const job = 'race-job';
       const at = past(3_000);
