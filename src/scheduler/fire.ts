@@ -426,7 +426,6 @@ export class JobFirer {
     }
     const token = context.properties.get(LOCK_TOKEN);
     const scheduledAt = new Date(state.scheduledAt);
-    const logger = this.#logger.child({ scheduledAt: scheduledAt.toISOString(), attempt });
     if (attempt === 1) {
       this.#environment.emit({
         ...this.#eventBase(state),
@@ -436,12 +435,18 @@ export class JobFirer {
         lateMs: this.#lateMs(state),
       });
     }
+    const jobLogger = this.#logger;
+    let logger: JobLogger | undefined;
     const ctx: JobContext = {
       signal: context.signal,
       job: this.job.name,
       scheduledAt,
       attempt,
-      logger,
+      // Made when the job first asks for it: most jobs of a busy instant never log.
+      get logger(): JobLogger {
+        logger ??= jobLogger.child({ scheduledAt: scheduledAt.toISOString(), attempt });
+        return logger;
+      },
       token,
     };
     const { signal } = context;
