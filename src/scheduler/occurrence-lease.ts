@@ -13,6 +13,9 @@ import { LOCK_TOKEN } from '../strategies/lock/token.ts';
 import { describeError } from './credentials.ts';
 
 /** A claim a fire was granted, and when (monotonic) its claim request was sent. */
+/** The longest pause between finishes of a run whose lease ran out while the store was down. */
+const finishAfterLossDelay = 200;
+
 export interface OccurrenceGrant {
   readonly lease: OccurrenceLease;
   readonly requestedAt: number;
@@ -95,6 +98,8 @@ export function occurrenceLeaseStrategy(options: OccurrenceLeaseOptions): Strate
             ? { outcome: 'success' as const }
             : { outcome: 'failure' as const, error: describeError(outcome.error) };
           let retryDelay: number = lockTiming.pollInitialDelay;
+          let lostAt: number | undefined;
+          const time = environment.timeProvider;
           for (;;) {
             try {
               await ledger.finishOccurrence(lease, result, { retentionMs: options.retentionMs });
@@ -106,12 +111,23 @@ export function occurrenceLeaseStrategy(options: OccurrenceLeaseOptions): Strate
                   held.lostError === undefined ? error : new LockLostError(lease.key, { cause: error }),
                 );
               }
+              // The lease ran out while the store did not answer (an outage longer than the ttl):
+              // the run is over, and until another instance takes the occurrence over (the store
+              // then refuses this finish as stale) its record is still this run's to write. Asked
+              // at a quicker pace for one more ttl, so that the run is recorded, not run again.
               if (held.lostError !== undefined) {
-                options.onFinishFailed(lease, error, context);
-                return outcome;
+                lostAt ??= time.monotonic();
+                if (time.monotonic() - lostAt >= ttlMs) {
+                  options.onFinishFailed(lease, error, context);
+                  return outcome;
+                }
+                retryDelay = Math.min(retryDelay, finishAfterLossDelay);
               }
-              await delay(environment.timeProvider, retryDelay);
-              retryDelay = Math.min(retryDelay * 2, lockTiming.pollMaxDelay);
+              await delay(time, retryDelay);
+              retryDelay = Math.min(
+                retryDelay * 2,
+                held.lostError === undefined ? lockTiming.pollMaxDelay : finishAfterLossDelay,
+              );
             }
           }
         } finally {
