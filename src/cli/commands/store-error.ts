@@ -1,4 +1,5 @@
 import { redactCredentials } from '../../scheduler/credentials.ts';
+import type { LockStore } from '../../strategies/lock/store.ts';
 import { withDeadline } from '../output.ts';
 
 /**
@@ -90,8 +91,7 @@ export function watchStoreConnection(
  * and "never" are not taken for the fleet's state.
  */
 export function inMemoryStoreNote(store: unknown): string | undefined {
-  const name = (store as { constructor?: { name?: string } } | undefined)?.constructor?.name;
-  if (name !== 'MemoryLockStore') return undefined;
+  if ((store as LockStore | undefined)?.processLocal !== true) return undefined;
   return "note: the config's store is the in-memory MemoryLockStore: it holds this process's leases and runs only; use RedisLockStore or PostgresLockStore to see the fleet's\n";
 }
 

@@ -25,6 +25,8 @@ export interface KeyState {
  * keeps tokens monotonic across release and expiry. No timers: expiry is judged lazily.
  */
 export class MemoryLeaseStore implements LockStore {
+  /** Its leases live in this process only. */
+  readonly processLocal = true;
   /** @internal */
   protected readonly time: TimeProvider;
   /** @internal */

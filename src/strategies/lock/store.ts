@@ -40,4 +40,10 @@ export interface LockStore {
    * expire are not announced. `resil/testing`'s conformance suite checks it when a store has it.
    */
   onRelease?(key: string, listener: () => void): () => void;
+  /**
+   * True for a store whose leases and records only this process sees (`MemoryLockStore`): a
+   * one-shot command on it (`resil lock status`, `resil instances`, the dashboard) then says that it
+   * cannot see the fleet. Absent means shared.
+   */
+  readonly processLocal?: boolean;
 }
