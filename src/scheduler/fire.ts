@@ -17,6 +17,7 @@ import { LOCK_TOKEN } from '../strategies/lock/token.ts';
 import { retryStrategy } from '../strategies/retry/strategy.ts';
 import { isTimeoutRejectedError } from '../strategies/timeout/errors.ts';
 import { timeoutStrategy } from '../strategies/timeout/strategy.ts';
+import { OccurrenceContainment } from './containment.ts';
 import type { FireKind, SchedulerEvent } from './events.ts';
 import type { JobContext, JobLogger, ResolvedJob } from './job.ts';
 import { jitterOf } from './occurrence.ts';
@@ -116,6 +117,8 @@ interface FireState {
   startedAt: number | undefined;
   /** Monotonic, when the first attempt started. */
   startedMono: number | undefined;
+  /** The run's async context, made when its first attempt starts. */
+  containment: OccurrenceContainment | undefined;
 }
 
 /**
@@ -183,6 +186,7 @@ export class JobFirer {
       attempts: 0,
       startedAt: undefined,
       startedMono: undefined,
+      containment: undefined,
     };
   }
 
@@ -394,17 +398,25 @@ export class JobFirer {
         lateMs: this.#lateMs(state),
       });
     }
+    // An error that escapes the job's code (a promise nobody awaits, a timer that throws) is
+    // attributed to this run by the async context entered around `run` (see containment.ts).
+    state.containment ??= new OccurrenceContainment(this.job.name, scheduledAt, (error, origin) =>
+      this.#environment.emit({ ...this.#eventBase(state), type: 'stray-error', origin, error }),
+    );
+    const containment = state.containment;
+    const { signal } = context;
     const ctx: JobContext = {
-      signal: context.signal,
+      // Joined with the containment's abort only when the job reads it.
+      get signal() {
+        return containment.signalOf(signal);
+      },
       job: this.job.name,
       scheduledAt,
       attempt,
       logger,
       token,
     };
-    const { signal } = context;
-    // Runs the job as a promise even when `run` throws synchronously, so its settling can be watched.
-    const running = (async () => this.job.run(ctx))();
+    const running = containment.attempt(() => this.job.run(ctx));
     // Told the moment the signal aborts, not when the job settles: a job that ignores its signal
     // may never settle, and the timeout strategy reports only after it does.
     const onAbort = () => {

@@ -1,4 +1,15 @@
 export { ConfigError, type ConfigProblem, isConfigError } from './config-error.ts';
+export {
+  attributeStrayError,
+  isJobExitError,
+  isStrayJobError,
+  JobExitError,
+  type RunningJob,
+  runningJob,
+  type StrayErrorAttribution,
+  type StrayErrorOrigin,
+  StrayJobError,
+} from './containment.ts';
 export { isShutdownError, isUnknownJobError, ShutdownError, UnknownJobError } from './errors.ts';
 export { logSchedulerEvents } from './event-log.ts';
 export type {
@@ -13,6 +24,7 @@ export type {
   SkippedEvent,
   StartedEvent,
   StoreErrorEvent,
+  StrayErrorEvent,
   TimedOutEvent,
 } from './events.ts';
 export type { FireResult, SchedulerLogger, SkipReason } from './fire.ts';

@@ -140,6 +140,11 @@ Examples:
               connectionError: () => connection.lastError,
             });
 
+      // A job's stray error fails its run; one outside any job, or a job's process.exit(), stops
+      // the runner as a signal would, and it exits non-zero.
+      const fault = new AbortController();
+      const { containJobFaults, faultExitCode } = await import('../job-faults.ts');
+      const faults = containJobFaults({ logger, onFault: () => fault.abort() });
       // From the stop signal on: /readyz says 503, no new fire starts, running jobs finish.
       const stopped = untilStopped({
         logger,
@@ -148,6 +153,7 @@ Examples:
           metrics?.stopping();
           return runner.stop();
         },
+        abort: fault.signal,
       });
       await runner.start();
       const heartbeat = hasInstanceRegistry(config.store)
@@ -164,9 +170,11 @@ Examples:
       await heartbeat?.stop();
       await metrics?.close();
       connection.dispose();
-      logger.info('exiting');
+      const code = faults.faulted ? faultExitCode : 0;
+      logger.info({ code }, 'exiting');
       logger.flush();
-      setExitCode(0);
+      faults.dispose();
+      setExitCode(code);
     });
 }
 

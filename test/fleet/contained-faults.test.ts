@@ -1,0 +1,283 @@
+/**
+ * The runner owns the process, the job owns its run: real `resil run` processes on a shared Redis,
+ * with jobs whose errors escape their `run` (a rejection nobody awaits, a throw in a timer, a
+ * rejection after the run ended) next to a healthy every-second job. Each bad run is a recorded
+ * failure with its cause, the healthy job keeps firing, and no instance exits. What cannot be
+ * pinned on a job (a throw in a timer of the config file) and a job's `process.exit(0)` stop the
+ * runner gracefully with exit code 1.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RedisLockStore } from '../../src/stores/redis/store.ts';
+import { runCli } from '../cli/cli-support.ts';
+import { ensureBuilt, fixturePreamble, type RunProcess, startRun } from '../cli/run-process.ts';
+import { deleteKeys, redisUrlForTests, uniquePrefix } from '../support/redis.ts';
+
+const redisUrl = await redisUrlForTests();
+
+interface Fixture {
+  readonly directory: string;
+  readonly configPath: string;
+  readonly prefix: string;
+  readonly recordKey: string;
+  remove(): void;
+}
+
+interface HistoryEntry {
+  scheduledAt: string;
+  outcome: string;
+  instance: string | null;
+  error: string | null;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A config with the healthy job `tick` (records each run in Redis), `jobs` (source text) and `extra` top-level code. */
+function writeFixture(name: string, jobs: string, extra = ''): Fixture {
+  const prefix = uniquePrefix(name);
+  const directory = mkdtempSync(join(tmpdir(), 'resil-faults-'));
+  const configPath = join(directory, 'resil.config.mjs');
+  const recordKey = `${prefix}records`;
+  writeFileSync(
+    configPath,
+    `${fixturePreamble()}
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+${extra}
+export default defineConfig({
+  store: new RedisLockStore(client, { prefix: ${JSON.stringify(prefix)}, commandTimeout: 500 }),
+  instance,
+  timezone: 'UTC',
+  shutdownGrace: 3_000,
+  jobs: [
+    {
+      name: 'tick',
+      schedule: '* * * * * *',
+      lock: { ttl: 2_000 },
+      run: async (ctx) => {
+        const [seconds, micros] = await recorder.time();
+        await recorder.rpush(${JSON.stringify(recordKey)}, JSON.stringify({ scheduledAt: ctx.scheduledAt.getTime(), instance, at: Number(seconds) * 1000 + Number(micros) / 1000 }));
+      },
+    },
+    ${jobs}
+  ],
+});
+`,
+  );
+  return {
+    directory,
+    configPath,
+    prefix,
+    recordKey,
+    remove: () => rmSync(directory, { recursive: true, force: true }),
+  };
+}
+
+describe.skipIf(!redisUrl)('contained job faults (resil run, real processes, Redis)', () => {
+  let client: Redis;
+  const fixtures: Fixture[] = [];
+  const runs: RunProcess[] = [];
+
+  beforeAll(() => {
+    ensureBuilt();
+    client = new Redis(redisUrl!);
+  }, 200_000);
+  afterAll(async () => {
+    await Promise.all(runs.map((run) => run.process.stop()));
+    for (const fixture of fixtures) {
+      await deleteKeys(client, fixture.prefix);
+      fixture.remove();
+    }
+    await client.quit();
+  });
+
+  const fixture = (...args: Parameters<typeof writeFixture>) => {
+    const created = writeFixture(...args);
+    fixtures.push(created);
+    return created;
+  };
+  const start = (f: Fixture, instance: string) => {
+    const run = startRun(f, { instance, redisUrl: redisUrl! });
+    runs.push(run);
+    return run;
+  };
+  const history = async (f: Fixture, job: string) => {
+    const result = await runCli(['--config', f.configPath, 'jobs', 'history', job, '--json'], {
+      cwd: f.directory,
+      env: { FIXTURE_REDIS_URL: redisUrl!, FIXTURE_INSTANCE: 'cli' },
+    });
+    expect(result.code, result.stderr).toBe(0);
+    return JSON.parse(result.stdout) as HistoryEntry[];
+  };
+
+  it('2 instances: stray rejections and timer throws fail their runs with the cause, the healthy job fires every second, nobody exits', async () => {
+    const f = fixture(
+      'faults-stray',
+      `{
+      name: 'stray-rejection',
+      schedule: '* * * * * *',
+      run: async () => {
+        void Promise.reject(new Error('nobody awaited this'));
+        await sleep(300);
+      },
+    },
+    {
+      name: 'timer-throw',
+      schedule: '* * * * * *',
+      run: async () => {
+        setTimeout(() => {
+          throw new Error('thrown in a timer');
+        }, 20);
+        await sleep(300);
+      },
+    },
+    {
+      name: 'late-rejection',
+      schedule: '* * * * * *',
+      run: async () => {
+        setTimeout(() => void Promise.reject(new Error('after the run')), 100);
+      },
+    },`,
+    );
+    const one = start(f, 'one');
+    const two = start(f, 'two');
+    await Promise.all(
+      [one, two].map((run) => run.waitForLine((line) => String(line.msg).startsWith('runner started'))),
+    );
+    const startedAt = Date.now();
+    await sleep(4_500);
+    expect(one.process.hasExited(), one.process.output().slice(-2000)).toBe(false);
+    expect(two.process.hasExited(), two.process.output().slice(-2000)).toBe(false);
+
+    // The healthy job: one run per second, across the fleet, none missing between the first and the last.
+    const ticks = (await client.lrange(f.recordKey, 0, -1)).map(
+      (entry) => JSON.parse(entry) as { scheduledAt: number; at: number },
+    );
+    const instants = [...new Set(ticks.map((tick) => tick.scheduledAt))].sort((a, b) => a - b);
+    expect(instants.length).toBeGreaterThanOrEqual(4);
+    expect(instants.length).toBe(ticks.length); // once each
+    expect(instants.at(-1)! - instants[0]!).toBe((instants.length - 1) * 1_000);
+    expect(instants[0]!).toBeLessThan(startedAt + 1_500);
+    for (const tick of ticks) expect(tick.at - tick.scheduledAt).toBeLessThan(500);
+
+    const lines = [...one.lines(), ...two.lines()];
+    for (const [job, cause] of [
+      ['stray-rejection', "an unhandled rejection escaped the job's run: nobody awaited this"],
+      ['timer-throw', "an uncaught exception escaped the job's run: thrown in a timer"],
+    ] as const) {
+      const failures = (await history(f, job)).filter((entry) => entry.outcome === 'failure');
+      expect(failures.length, job).toBeGreaterThanOrEqual(3);
+      for (const failure of failures) expect(failure.error).toBe(`StrayJobError: ${cause}`);
+      expect((await history(f, job)).filter((entry) => entry.outcome === 'success')).toEqual([]);
+      // One line per bad run: its failure, naming the job, the occurrence and the error.
+      const failed = lines.filter((line) => line.job === job && line.outcome === 'failure');
+      expect(failed.length).toBeGreaterThanOrEqual(failures.length - 2);
+      expect(failed[0]).toMatchObject({
+        msg: 'job failed',
+        scheduledAt: expect.any(String),
+        err: { type: 'StrayJobError', message: cause, code: 'STRAY_JOB_ERROR' },
+      });
+    }
+    // After its run ended, a stray rejection cannot change the recorded success: one warn line each.
+    const late = await history(f, 'late-rejection');
+    expect(late.filter((entry) => entry.outcome === 'success').length).toBeGreaterThanOrEqual(3);
+    expect(late.filter((entry) => entry.outcome === 'failure')).toEqual([]);
+    const lateLines = lines.filter((line) => line.job === 'late-rejection' && line.origin !== undefined);
+    expect(lateLines.length).toBeGreaterThanOrEqual(3);
+    expect(lateLines[0]).toMatchObject({
+      level: 40,
+      origin: 'unhandled-rejection',
+      scheduledAt: expect.any(String),
+      err: { message: 'after the run' },
+    });
+    // No raw stack on the output: every line is a log line.
+    for (const run of [one, two]) {
+      const raw = run.process
+        .output()
+        .split('\n')
+        .filter((line) => line !== '' && !line.startsWith('{'));
+      expect(raw).toEqual([]);
+    }
+
+    one.process.kill('SIGTERM');
+    two.process.kill('SIGTERM');
+    expect(await one.process.exited).toEqual({ code: 0, signal: null });
+    expect(await two.process.exited).toEqual({ code: 0, signal: null });
+  }, 40_000);
+
+  it("a job's process.exit(0) is logged with its name, fails its run and stops the runner with exit 1", async () => {
+    const f = fixture(
+      'faults-exit',
+      `{
+      name: 'quitter',
+      schedule: '* * * * * *',
+      run: async () => {
+        await sleep(50);
+        process.exit(0);
+      },
+    },`,
+    );
+    const run = start(f, 'one');
+    const exit = await run.process.exited;
+    expect(exit).toEqual({ code: 1, signal: null });
+    const lines = run.lines();
+    expect(lines).toContainEqual(
+      expect.objectContaining({
+        level: 50,
+        job: 'quitter',
+        code: 0,
+        msg: 'job quitter called process.exit(0): its run fails and the runner stops (exit 1)',
+      }),
+    );
+    expect(lines).toContainEqual(
+      expect.objectContaining({
+        job: 'quitter',
+        outcome: 'failure',
+        err: expect.objectContaining({ code: 'JOB_EXIT' }),
+      }),
+    );
+    expect(lines.at(-1)).toMatchObject({ msg: 'exiting', code: 1 });
+    const [latest] = await history(f, 'quitter');
+    expect(latest).toMatchObject({ outcome: 'failure', instance: 'one' });
+    expect(latest!.error).toContain('JobExitError: the job called process.exit(0)');
+    const store = new RedisLockStore(client, { prefix: f.prefix });
+    expect(await store.inspect('tick')).toBeUndefined();
+    expect(await store.inspect('quitter')).toBeUndefined();
+  }, 30_000);
+
+  it('an uncaught exception outside any job (a timer of the config file) is logged and stops the runner gracefully, exit 1', async () => {
+    const f = fixture(
+      'faults-outside',
+      `{
+      name: 'slow',
+      schedule: '* * * * * *',
+      lock: { ttl: 5_000 },
+      run: async () => {
+        await sleep(700);
+      },
+    },`,
+      `setTimeout(() => {
+  throw new Error('outside every job');
+}, 2_300);`,
+    );
+    const run = start(f, 'one');
+    const exit = await run.process.exited;
+    expect(exit).toEqual({ code: 1, signal: null });
+    const lines = run.lines();
+    const fatal = lines.findIndex((line) => line.level === 60);
+    expect(lines[fatal]).toMatchObject({
+      origin: 'uncaught-exception',
+      err: { message: 'outside every job' },
+      msg: 'an uncaught exception outside any job: the process state is unknown, stopping gracefully (exit 1)',
+    });
+    // Gracefully: the running job finished, nothing fired after, the leases are free.
+    expect(lines.slice(fatal).filter((line) => line.msg === 'job started')).toEqual([]);
+    expect(lines.at(-1)).toMatchObject({ msg: 'exiting', code: 1 });
+    const store = new RedisLockStore(client, { prefix: f.prefix });
+    expect(await store.inspect('slow')).toBeUndefined();
+    expect(await store.inspect('tick')).toBeUndefined();
+    expect((await history(f, 'slow')).filter((entry) => entry.outcome === 'running')).toEqual([]);
+  }, 30_000);
+});
