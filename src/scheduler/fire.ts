@@ -23,6 +23,7 @@ import type { JobContext, JobLogger, ResolvedJob } from './job.ts';
 import { jitterOf } from './occurrence.ts';
 import { OCCURRENCE_GRANT, type OccurrenceGrant, occurrenceLeaseStrategy } from './occurrence-lease.ts';
 import type { StoreClock } from './store-clock.ts';
+import { runInWorker } from './worker-run.ts';
 
 /** Why a fire did not run its job. */
 export type SkipReason =
@@ -76,6 +77,8 @@ export interface FireEnvironment {
   readonly logger: SchedulerLogger;
   /** Where the fire's events go (log lines, metrics, ... subscribe there). */
   readonly emit: (event: SchedulerEvent) => void;
+  /** The config file and the worker module that runs a job with `isolation: 'worker'` from it. */
+  readonly isolation?: { readonly configPath: string; readonly jobWorker: string | URL | undefined };
 }
 
 /** How a fire came about. */
@@ -416,7 +419,9 @@ export class JobFirer {
       logger,
       token,
     };
-    const running = containment.attempt(() => this.job.run(ctx));
+    const running = containment.attempt(() =>
+      this.job.isolation === 'worker' ? this.#runInWorker(ctx) : this.job.run(ctx),
+    );
     // Told the moment the signal aborts, not when the job settles: a job that ignores its signal
     // may never settle, and the timeout strategy reports only after it does.
     const onAbort = () => {
@@ -443,6 +448,21 @@ export class JobFirer {
     } finally {
       signal.removeEventListener('abort', onAbort);
     }
+  }
+
+  /** One attempt in a worker thread of its own (`isolation: 'worker'`). */
+  #runInWorker(ctx: JobContext): Promise<void> {
+    const isolation = this.#environment.isolation;
+    if (isolation?.jobWorker === undefined) {
+      throw new Error(
+        "isolation 'worker' needs a worker module that loads the job from its config file (the resil CLI sets one)",
+      );
+    }
+    return runInWorker(ctx, {
+      entry: isolation.jobWorker,
+      configPath: isolation.configPath,
+      resourceLimits: this.job.resourceLimits,
+    });
   }
 
   #build(): ResiliencePipeline<unknown> {

@@ -4,9 +4,10 @@
  * rejection after the run ended) next to a healthy every-second job. Each bad run is a recorded
  * failure with its cause, the healthy job keeps firing, and no instance exits. What cannot be
  * pinned on a job (a throw in a timer of the config file) and a job's `process.exit(0)` stop the
- * runner gracefully with exit code 1.
+ * runner gracefully with exit code 1. With `isolation: 'worker'`, a job's `process.exit(0)`, its
+ * memory exhaustion and its blocked event loop fail its run only.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
@@ -36,7 +37,7 @@ interface HistoryEntry {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** A config with the healthy job `tick` (records each run in Redis), `jobs` (source text) and `extra` top-level code. */
-function writeFixture(name: string, jobs: string, extra = ''): Fixture {
+function writeFixture(name: string, jobs: string, extra = '', shutdownGraceMs = 3_000): Fixture {
   const prefix = uniquePrefix(name);
   const directory = mkdtempSync(join(tmpdir(), 'resil-faults-'));
   const configPath = join(directory, 'resil.config.mjs');
@@ -50,7 +51,7 @@ export default defineConfig({
   store: new RedisLockStore(client, { prefix: ${JSON.stringify(prefix)}, commandTimeout: 500 }),
   instance,
   timezone: 'UTC',
-  shutdownGrace: 3_000,
+  shutdownGrace: ${shutdownGraceMs},
   jobs: [
     {
       name: 'tick',
@@ -280,4 +281,144 @@ describe.skipIf(!redisUrl)('contained job faults (resil run, real processes, Red
     expect(await store.inspect('tick')).toBeUndefined();
     expect((await history(f, 'slow')).filter((entry) => entry.outcome === 'running')).toEqual([]);
   }, 30_000);
+
+  it("isolation 'worker', 2 instances: process.exit(0), a memory limit and a blocked event loop fail their runs only; shutdown terminates a blocked worker", async () => {
+    const f = fixture(
+      'faults-worker',
+      `{
+      name: 'isolated-ok',
+      schedule: '* * * * * *',
+      isolation: 'worker',
+      run: async (ctx) => {
+        ctx.logger.info({ inWorker: !(await import('node:worker_threads')).isMainThread, token: ctx.token, signalAborted: ctx.signal.aborted }, 'isolated run');
+      },
+    },
+    {
+      name: 'quitter',
+      schedule: '* * * * * *',
+      isolation: 'worker',
+      run: async () => {
+        await sleep(20);
+        process.exit(0);
+      },
+    },
+    {
+      name: 'hog',
+      schedule: '* * * * * *',
+      isolation: 'worker',
+      resourceLimits: { maxOldGenerationSizeMb: 16 },
+      run: async (ctx) => {
+        // The worker loaded the config anew: its connection is a fresh one.
+        if (recorder.status !== 'ready') await new Promise((resolve) => recorder.once('ready', resolve));
+        await recorder.rpush(${JSON.stringify('RECORDS')}, JSON.stringify({ job: ctx.job, scheduledAt: ctx.scheduledAt.getTime() }));
+        const heap = [];
+        for (;;) heap.push(new Array(100_000).fill(Math.random()));
+      },
+    },
+    {
+      name: 'blocker',
+      schedule: '*/2 * * * * *',
+      isolation: 'worker',
+      timeout: '1s',
+      run: () => {
+        const until = Date.now() + 10_000;
+        while (Date.now() < until);
+      },
+    },
+    {
+      name: 'stuck',
+      schedule: '*/10 * * * * *',
+      isolation: 'worker',
+      lock: { ttl: 30_000 },
+      run: () => {
+        // Blocked without burning a core: a sleeping thread's event loop is as stuck as a busy one's.
+        Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20_000);
+      },
+    },`,
+      '',
+      1_000,
+    );
+    const allocations = `${f.prefix}allocations`;
+    writeFileSync(
+      f.configPath,
+      readFileSync(f.configPath, 'utf8').replace('"RECORDS"', JSON.stringify(allocations)),
+    );
+    const one = start(f, 'one');
+    const two = start(f, 'two');
+    await Promise.all(
+      [one, two].map((run) => run.waitForLine((line) => String(line.msg).startsWith('runner started'))),
+    );
+    await sleep(5_500);
+    expect(one.process.hasExited(), one.process.output().slice(-2000)).toBe(false);
+    expect(two.process.hasExited(), two.process.output().slice(-2000)).toBe(false);
+
+    const ticks = (await client.lrange(f.recordKey, 0, -1)).map(
+      (entry) => JSON.parse(entry) as { scheduledAt: number; at: number },
+    );
+    const instants = [...new Set(ticks.map((tick) => tick.scheduledAt))].sort((a, b) => a - b);
+    expect(instants.length).toBeGreaterThanOrEqual(5);
+    expect(instants.length).toBe(ticks.length);
+    expect(instants.at(-1)! - instants[0]!).toBe((instants.length - 1) * 1_000);
+    for (const tick of ticks) expect(tick.at - tick.scheduledAt).toBeLessThan(500);
+
+    const lines = [...one.lines(), ...two.lines()];
+    // A job written inline in the config runs in a worker thread, its log lines on the runner's logger.
+    const isolated = lines.filter((line) => line.msg === 'isolated run');
+    expect(isolated.length).toBeGreaterThanOrEqual(3);
+    expect(isolated[0]).toMatchObject({
+      job: 'isolated-ok',
+      inWorker: true,
+      signalAborted: false,
+      attempt: 1,
+    });
+    const okRuns = await history(f, 'isolated-ok');
+    expect(okRuns.filter((entry) => entry.outcome === 'success').length).toBeGreaterThanOrEqual(3);
+    expect(okRuns.filter((entry) => entry.outcome === 'failure')).toEqual([]);
+    const first = lines.find(
+      (line) => line.msg === 'isolated run' && line.scheduledAt === isolated[0]!.scheduledAt,
+    );
+    const succeeded = lines.find(
+      (line) =>
+        line.job === 'isolated-ok' && line.outcome === 'success' && line.scheduledAt === first!.scheduledAt,
+    );
+    expect(first!.token).toBe(succeeded!.token);
+
+    const failuresOf = async (job: string, count: number, error: RegExp) => {
+      const entries = await history(f, job);
+      expect(
+        entries.filter((entry) => entry.outcome === 'success'),
+        job,
+      ).toEqual([]);
+      const failures = entries.filter((entry) => entry.outcome === 'failure');
+      expect(failures.length, job).toBeGreaterThanOrEqual(count);
+      for (const failure of failures) expect(failure.error, job).toMatch(error);
+    };
+    await failuresOf(
+      'quitter',
+      3,
+      /^JobWorkerError: the job's worker exited with code 0 before its run settled/,
+    );
+    await failuresOf('hog', 2, /^JobWorkerError: the job's worker crashed: .*memory limit/);
+    // The hog got as far as allocating: the limit stopped the job, not the loading of the config.
+    expect(await client.llen(allocations)).toBeGreaterThanOrEqual(2);
+    // Busy for 10 s with a 1 s timeout: terminated a second after its signal aborted.
+    await failuresOf('blocker', 1, /^TimeoutRejectedError/);
+    const blocked = lines.filter((line) => line.job === 'blocker' && line.outcome === 'failure');
+    expect(blocked.length).toBeGreaterThanOrEqual(1);
+    for (const line of blocked) expect(line.durationMs as number).toBeLessThan(3_000);
+
+    // Shutdown while `stuck` blocks its worker for 20 s: after the 1 s grace its signal aborts, its
+    // worker is terminated a second later, the run is a failure and its lease is free.
+    const stuckHolder = (await history(f, 'stuck')).find((entry) => entry.outcome === 'running');
+    expect(stuckHolder).toBeDefined();
+    const stoppedAt = performance.now();
+    one.process.kill('SIGTERM');
+    two.process.kill('SIGTERM');
+    expect(await one.process.exited).toEqual({ code: 0, signal: null });
+    expect(await two.process.exited).toEqual({ code: 0, signal: null });
+    expect(performance.now() - stoppedAt).toBeLessThan(5_000);
+    const stuck = (await history(f, 'stuck')).find((entry) => entry.scheduledAt === stuckHolder!.scheduledAt);
+    expect(stuck).toMatchObject({ outcome: 'failure', error: expect.stringMatching(/^ShutdownError/) });
+    expect(await new RedisLockStore(client, { prefix: f.prefix }).inspect('stuck')).toBeUndefined();
+  }, 60_000);
 });

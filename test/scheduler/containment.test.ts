@@ -7,6 +7,7 @@ import { MemoryLockStore } from 'resil';
 import {
   attributeStrayError,
   createScheduler,
+  isConfigError,
   isStrayJobError,
   runningJob,
   type SchedulerEvent,
@@ -114,5 +115,22 @@ describe('stray errors of a job (attributeStrayError)', () => {
     expect(inside?.job).toBe('leaky');
     expect(runningJob()).toBeUndefined();
     await scheduler.stop();
+  });
+});
+
+describe("isolation: 'worker' in createScheduler()", () => {
+  it('is a config error: a worker loads its job from a config file, and these options are none', () => {
+    let error: unknown;
+    try {
+      createScheduler({
+        jobs: [{ name: 'heavy', schedule: '0 2 * * *', isolation: 'worker', run: () => {} }],
+      });
+    } catch (caught) {
+      error = caught;
+    }
+    expect(isConfigError(error)).toBe(true);
+    expect((error as Error).message).toContain(
+      `createScheduler() options: job "heavy": option "isolation": a worker loads its job from a config file, which createScheduler() options are not`,
+    );
   });
 });
