@@ -31,8 +31,10 @@ export type { FireResult, SchedulerLogger, SkipReason } from './fire.ts';
 export type {
   JobContext,
   JobDefinition,
+  JobIsolation,
   JobLockOptions,
   JobLogger,
+  JobResourceLimits,
   ResilConfig,
   SchedulerTelemetry,
 } from './job.ts';
@@ -42,3 +44,4 @@ export {
   type SchedulerOptions,
   type TriggerResult,
 } from './scheduler.ts';
+export { isJobWorkerError, JobWorkerError } from './worker-run.ts';

@@ -84,7 +84,11 @@ ttl). A second signal exits at once (130 for SIGINT, 143 for SIGTERM). Started b
 (\`npx resil run\`, \`npm start\`), the runner also stops gracefully when npm exits, as npm does
 on SIGTERM without passing it on (checked every second).
 
-Exit codes: 0 after a clean stop; 2 bad config, unknown --job, bad --log-level / LOG_LEVEL, or a
+Faults: an error that escapes a job (a rejection nobody awaits, a throw in a timer it started)
+fails that job's run; one outside any job, or a job's process.exit(), is logged and stops the
+runner gracefully, exit 1. isolation: 'worker' runs a job in a worker thread of its own.
+
+Exit codes: 0 after a clean stop; 1 after a graceful stop on a fault; 2 bad config, unknown --job, bad --log-level / LOG_LEVEL, or a
 bad --metrics (not a port 1-65535, a malformed host:port, or an address it cannot listen on: the
 port in use); 130/143 after a second SIGINT/SIGTERM.
 
