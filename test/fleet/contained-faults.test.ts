@@ -421,4 +421,39 @@ describe.skipIf(!redisUrl)('contained job faults (resil run, real processes, Red
     expect(stuck).toMatchObject({ outcome: 'failure', error: expect.stringMatching(/^ShutdownError/) });
     expect(await new RedisLockStore(client, { prefix: f.prefix }).inspect('stuck')).toBeUndefined();
   }, 60_000);
+
+  it('resil jobs run: a stray rejection fails the run (exit 1), a process.exit(0) fails it and names the job (exit 1)', async () => {
+    const f = fixture(
+      'faults-jobs-run',
+      `{
+      name: 'stray',
+      schedule: '0 0 1 1 *',
+      run: async () => {
+        void Promise.reject(new Error('nobody awaited this'));
+        await sleep(2_000);
+      },
+    },
+    {
+      name: 'quitter',
+      schedule: '0 0 1 1 *',
+      run: () => process.exit(0),
+    },`,
+    );
+    const options = { cwd: f.directory, env: { FIXTURE_REDIS_URL: redisUrl!, FIXTURE_INSTANCE: 'cli' } };
+    const stray = await runCli(['--config', f.configPath, 'jobs', 'run', 'stray'], options);
+    expect(stray.code, stray.stderr).toBe(1);
+    expect(stray.stderr).toMatch(
+      /^stray: failed, token \d+, 1 attempt: StrayJobError: an unhandled rejection escaped the job's run: nobody awaited this\n$/,
+    );
+    // At once, not after the job's 2 s.
+    expect(stray.durationMs).toBeLessThan(1_800 + 1_000);
+    const quitter = await runCli(['--config', f.configPath, 'jobs', 'run', 'quitter'], options);
+    expect(quitter.code, quitter.stderr).toBe(1);
+    expect(quitter.stdout).toContain(
+      '"msg":"job quitter called process.exit(0): its run fails and the runner stops (exit 1)"',
+    );
+    expect(quitter.stderr).toMatch(
+      /^quitter: failed, token \d+, 1 attempt: JobExitError: the job called process\.exit\(0\)/,
+    );
+  }, 30_000);
 });

@@ -163,7 +163,8 @@ export async function runJob(
   // The job's stray errors fail its run; an error outside it, or its process.exit(), ends the
   // command with exit 1 once the run settled.
   const faults = containJobFaults({
-    logger,
+    // Its lines name the job that faulted themselves.
+    logger: base.child({ instance: config.instance }),
     onFault: () => {
       interrupt.abort(new ShutdownError('interrupted by a fault the command cannot recover from'));
       boundSettling(undefined, 'a fault');
