@@ -282,6 +282,17 @@ describe.skipIf(!redisUrl)('contained job faults (resil run, real processes, Red
     expect((await history(f, 'slow')).filter((entry) => entry.outcome === 'running')).toEqual([]);
   }, 30_000);
 
+  it('process.exit(0) from code in no job (a timer of the config file) exits 1, saying so', async () => {
+    const f = fixture('faults-config-exit', '', `setTimeout(() => process.exit(0), 1_500);`);
+    const run = start(f, 'one');
+    expect(await run.process.exited).toEqual({ code: 1, signal: null });
+    expect(run.lines().at(-1)).toMatchObject({
+      level: 50,
+      code: 1,
+      msg: 'process.exit(0) called outside any job while jobs ran: exiting 1',
+    });
+  }, 30_000);
+
   it("isolation 'worker', 2 instances: process.exit(0), a memory limit and a blocked event loop fail their runs only; shutdown terminates a blocked worker", async () => {
     const f = fixture(
       'faults-worker',
