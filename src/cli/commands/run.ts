@@ -89,9 +89,10 @@ Faults: an error that escapes a job (a rejection nobody awaits, a throw in a tim
 fails that job's run; one outside any job, or a job's process.exit(), is logged and stops the
 runner gracefully, exit 1. isolation: 'worker' runs a job in a worker thread of its own.
 
-Exit codes: 0 after a clean stop; 1 after a graceful stop on a fault; 2 bad config, unknown --job, bad --log-level / LOG_LEVEL, or a
-bad --metrics (not a port 1-65535, a malformed host:port, or an address it cannot listen on: the
-port in use); 130/143 after a second SIGINT/SIGTERM.
+Exit codes: 0 after a clean stop; 1 after a graceful stop on a fault; 2 bad config, unknown
+--job, bad --log-level / LOG_LEVEL, or a bad --metrics (not a port 1-65535, a malformed
+host:port, or an address it cannot listen on: the port in use); 130/143 after a second
+SIGINT/SIGTERM.
 
 Examples:
   $ resil run
