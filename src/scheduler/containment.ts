@@ -68,11 +68,8 @@ export class OccurrenceContainment implements RunningJob {
   readonly job: string;
   readonly scheduledAt: Date;
   readonly #onLate: (error: unknown, origin: StrayErrorOrigin) => void;
-  /** Fails the current attempt; undefined between attempts and after the run. */
-  #fail: ((error: unknown) => void) | undefined;
-  /** The current attempt's signal joined with its own abort, made at the first read of `ctx.signal`. */
-  #controller: AbortController | undefined;
-  #joined: AbortSignal | undefined;
+  /** The attempt going on; undefined between attempts and after the run. */
+  #current: ContainedAttempt | undefined;
 
   constructor(job: string, scheduledAt: Date, onLate: (error: unknown, origin: StrayErrorOrigin) => void) {
     this.job = job;
@@ -80,49 +77,85 @@ export class OccurrenceContainment implements RunningJob {
     this.#onLate = onLate;
   }
 
+  /** One attempt of the run, whose job sees `signal` (the pipeline's) joined with its own abort. */
+  attempt(signal: AbortSignal): ContainedAttempt {
+    return new ContainedAttempt(this, signal, (attempt) => {
+      this.#current = attempt;
+    });
+  }
+
+  /** @internal */
+  strayError(error: unknown, origin: StrayErrorOrigin): boolean {
+    const attempt = this.#current;
+    if (attempt === undefined) {
+      this.#onLate(error, origin);
+      return false;
+    }
+    attempt.fail(isJobExitError(error) ? error : new StrayJobError(origin, error));
+    return true;
+  }
+}
+
+/** One attempt of a contained run. */
+export class ContainedAttempt {
+  readonly #run: OccurrenceContainment;
+  readonly #signal: AbortSignal;
+  readonly #setCurrent: (attempt: ContainedAttempt | undefined) => void;
+  #controller: AbortController | undefined;
+  #joined: AbortSignal | undefined;
+  #reject: ((error: unknown) => void) | undefined;
+
+  constructor(
+    run: OccurrenceContainment,
+    signal: AbortSignal,
+    setCurrent: (attempt: ContainedAttempt | undefined) => void,
+  ) {
+    this.#run = run;
+    this.#signal = signal;
+    this.#setCurrent = setCurrent;
+  }
+
+  /** The job's `ctx.signal`: the pipeline's, also aborted when a stray error fails the attempt. Made at its first read. */
+  get signal(): AbortSignal {
+    if (this.#joined === undefined) {
+      this.#controller = new AbortController();
+      this.#joined = AbortSignal.any([this.#signal, this.#controller.signal]);
+    }
+    return this.#joined;
+  }
+
   /**
-   * Calls `call` inside this run's async context. The promise settles as `call` does, or rejects
-   * with a {@link StrayJobError} as soon as an error escapes the code `call` started.
+   * Calls `call` inside the run's async context. The promise settles as `call` does, or rejects
+   * as soon as an error escapes the code `call` started (see {@link attributeStrayError}).
    */
-  attempt(call: () => unknown): Promise<unknown> {
-    this.#controller = undefined;
-    this.#joined = undefined;
+  run(call: () => unknown): Promise<unknown> {
     return new Promise<unknown>((resolve, reject) => {
-      // Cleared as the attempt settles, so an error escaping later is never taken for this attempt's.
+      // Over as the attempt settles, so an error escaping later is never taken for this attempt's.
       const settle =
         <T>(end: (value: T) => void) =>
         (value: T) => {
-          this.#fail = undefined;
+          if (this.#reject === undefined) return;
+          this.#reject = undefined;
+          this.#setCurrent(undefined);
           end(value);
         };
-      this.#fail = (error) => {
-        this.#controller?.abort(error);
-        settle(reject)(error);
-      };
-      storage.run(this, () => {
+      this.#reject = settle(reject);
+      this.#setCurrent(this);
+      storage.run(this.#run, () => {
         // A promise even when `call` throws synchronously.
         (async () => call())().then(settle(resolve), settle(reject));
       });
     });
   }
 
-  /** The signal the job sees for the current attempt: `signal`, also aborted when the attempt fails of a stray error. */
-  signalOf(signal: AbortSignal): AbortSignal {
-    if (this.#joined === undefined) {
-      this.#controller = new AbortController();
-      this.#joined = AbortSignal.any([signal, this.#controller.signal]);
-    }
-    return this.#joined;
-  }
-
-  /** @internal */
-  strayError(error: unknown, origin: StrayErrorOrigin): boolean {
-    if (this.#fail === undefined) {
-      this.#onLate(error, origin);
-      return false;
-    }
-    this.#fail(isJobExitError(error) ? error : new StrayJobError(origin, error));
-    return true;
+  /** @internal Fails the attempt with `error`: its signal aborts, its promise rejects. */
+  fail(error: unknown): void {
+    const reject = this.#reject;
+    if (reject === undefined) return;
+    // Made now if the job has not read it yet: read later, it is aborted all the same.
+    void this.signal;
+    this.#controller!.abort(error);
+    reject(error);
   }
 }
 

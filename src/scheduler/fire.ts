@@ -406,12 +406,12 @@ export class JobFirer {
     state.containment ??= new OccurrenceContainment(this.job.name, scheduledAt, (error, origin) =>
       this.#environment.emit({ ...this.#eventBase(state), type: 'stray-error', origin, error }),
     );
-    const containment = state.containment;
+    const contained = state.containment.attempt(context.signal);
     const { signal } = context;
     const ctx: JobContext = {
       // Joined with the containment's abort only when the job reads it.
       get signal() {
-        return containment.signalOf(signal);
+        return contained.signal;
       },
       job: this.job.name,
       scheduledAt,
@@ -419,7 +419,7 @@ export class JobFirer {
       logger,
       token,
     };
-    const running = containment.attempt(() =>
+    const running = contained.run(() =>
       this.job.isolation === 'worker' ? this.#runInWorker(ctx) : this.job.run(ctx),
     );
     // Told the moment the signal aborts, not when the job settles: a job that ignores its signal

@@ -62,14 +62,19 @@ describe('stray errors of a job (attributeStrayError)', () => {
   });
 
   it('a failed attempt is retried like any other failure: the retry runs in a context of its own', async () => {
-    let calls = 0;
-    const { scheduler } = setup(async () => {
-      calls++;
-      if (calls === 1) setImmediate(() => attributeStrayError(new Error('first'), 'uncaught-exception'));
+    const contexts: Array<{ signal: AbortSignal }> = [];
+    const { scheduler } = setup(async (ctx) => {
+      contexts.push(ctx);
+      if (contexts.length === 1)
+        setImmediate(() => attributeStrayError(new Error('first'), 'uncaught-exception'));
       await nextMacrotask();
       await nextMacrotask();
     }, true);
     expect(await scheduler.trigger('leaky')).toMatchObject({ outcome: 'success', attempts: 2 });
+    // Read only now, the first attempt's signal is still its own: aborted by the stray error.
+    expect(contexts[0]!.signal.aborted).toBe(true);
+    expect(isStrayJobError(contexts[0]!.signal.reason)).toBe(true);
+    expect(contexts[1]!.signal.aborted).toBe(false);
     await scheduler.stop();
   });
 
