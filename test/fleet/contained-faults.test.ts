@@ -293,7 +293,7 @@ describe.skipIf(!redisUrl)('contained job faults (resil run, real processes, Red
     });
   }, 30_000);
 
-  it("isolation 'worker', 2 instances: process.exit(0), a memory limit and a blocked event loop fail their runs only; shutdown terminates a blocked worker", async () => {
+  it("isolation 'worker', 2 instances: process.exit(0), a memory limit and a blocked event loop fail their runs only; a timeout, a lost lease and shutdown terminate a blocked worker", async () => {
     const f = fixture(
       'faults-worker',
       `{
@@ -306,7 +306,7 @@ describe.skipIf(!redisUrl)('contained job faults (resil run, real processes, Red
     },
     {
       name: 'quitter',
-      schedule: '* * * * * *',
+      schedule: '*/2 * * * * *',
       isolation: 'worker',
       run: async () => {
         await sleep(20);
@@ -315,7 +315,7 @@ describe.skipIf(!redisUrl)('contained job faults (resil run, real processes, Red
     },
     {
       name: 'hog',
-      schedule: '* * * * * *',
+      schedule: '*/2 * * * * *',
       isolation: 'worker',
       resourceLimits: { maxOldGenerationSizeMb: 16 },
       run: async (ctx) => {
@@ -334,6 +334,16 @@ describe.skipIf(!redisUrl)('contained job faults (resil run, real processes, Red
       run: () => {
         const until = Date.now() + 10_000;
         while (Date.now() < until);
+      },
+    },
+    {
+      name: 'cancelled',
+      schedule: '*/2 * * * * *',
+      isolation: 'worker',
+      overlap: 'cancel-other',
+      lock: { ttl: 1_500 },
+      run: () => {
+        Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20_000);
       },
     },
     {
@@ -406,7 +416,7 @@ describe.skipIf(!redisUrl)('contained job faults (resil run, real processes, Red
     };
     await failuresOf(
       'quitter',
-      3,
+      2,
       /^JobWorkerError: the job's worker exited with code 0 before its run settled/,
     );
     await failuresOf('hog', 2, /^JobWorkerError: the job's worker crashed: .*memory limit/);
@@ -417,6 +427,15 @@ describe.skipIf(!redisUrl)('contained job faults (resil run, real processes, Red
     const blocked = lines.filter((line) => line.job === 'blocker' && line.outcome === 'failure');
     expect(blocked.length).toBeGreaterThanOrEqual(1);
     for (const line of blocked) expect(line.durationMs as number).toBeLessThan(3_000);
+
+    // Blocked for 20 s, each run is cancelled by the next occurrence (cancel-other): its lease is
+    // lost at the next renewal, its signal aborts, its worker is terminated a second later.
+    const cancelled = lines.filter((line) => line.job === 'cancelled' && line.outcome === 'failure');
+    expect(cancelled.length).toBeGreaterThanOrEqual(1);
+    for (const line of cancelled) {
+      expect(line.err).toMatchObject({ type: 'LockLostError' });
+      expect(line.durationMs as number).toBeLessThan(5_000);
+    }
 
     // Shutdown while `stuck` blocks its worker for 20 s: after the 1 s grace its signal aborts, its
     // worker is terminated a second later, the run is a failure and its lease is free.
