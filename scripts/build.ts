@@ -39,7 +39,8 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 
 /** `./dist/stores/redis/index.js` -> `src/stores/redis/index.ts`, for each entry of `exports`. */
 function entryPoints(manifest: { exports: Record<string, unknown> }): string[] {
-  const sources = new Set<string>(['src/cli/main.ts']);
+  // The worker thread of a job with `isolation: 'worker'`, which the CLI starts by its path.
+  const sources = new Set<string>(['src/cli/main.ts', 'src/config/job-worker.ts']);
   for (const target of Object.values(manifest.exports)) {
     const file = typeof target === 'string' ? target : (target as { default?: string }).default;
     if (file === undefined || !file.startsWith('./dist/') || !file.endsWith('.js')) continue;
@@ -155,7 +156,8 @@ export async function buildDist(): Promise<void> {
         },
         {
           name: 'loader',
-          test: path('/(src/config/|node_modules/(?!commander/))'),
+          // Not the job worker's entry: its top-level code runs in a worker thread only.
+          test: path('/(src/config/(?!job-worker\\.ts$)|node_modules/(?!commander/))'),
           priority: 1,
         },
       ],

@@ -46,8 +46,10 @@ export { isShutdownError, ShutdownError } from './scheduler/errors.ts';
 export type {
   JobContext,
   JobDefinition,
+  JobIsolation,
   JobLockOptions,
   JobLogger,
+  JobResourceLimits,
   ResilConfig,
   SchedulerTelemetry,
 } from './scheduler/job.ts';

@@ -8,6 +8,15 @@ import { createStyles, shouldColor } from './output.ts';
 import { type CommandHelpers, createProgram } from './program.ts';
 import { isUsageError } from './usage-error.ts';
 
+/**
+ * The module a job with `isolation: 'worker'` runs in: dist/config/job-worker.js beside
+ * dist/cli/main.js (src/config/job-worker.ts when the CLI runs from its sources).
+ */
+const jobWorker = new URL(
+  `../config/job-worker${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`,
+  import.meta.url,
+);
+
 /** Exit codes shared by every command. */
 const exitCodes = { ok: 0, failure: 1, usage: 2, config: 2 } as const;
 
@@ -112,8 +121,8 @@ export async function main(
       configPromise ??= import('../config/load.ts')
         .then(({ loadConfig }) => loadConfig({ configPath: program.opts<{ config?: string }>().config }))
         .then((loaded) => {
-          config = loaded;
-          return loaded;
+          config = { ...loaded, jobWorker };
+          return config;
         });
       return configPromise;
     },

@@ -10,6 +10,8 @@ export interface StopSignalsOptions {
   stopping: string;
   /** The graceful stop, started by the first signal (or by the launcher's exit). */
   stop(): Promise<void>;
+  /** Starts the stop too when it aborts (a fault the command cannot recover from). */
+  abort?: AbortSignal;
 }
 
 /**
@@ -18,10 +20,11 @@ export interface StopSignalsOptions {
  * by `npx resil ...` or `npm start`, whose npm exits on SIGTERM without passing it on, the
  * launcher's exit starts the stop too (else the command would run on, orphaned; see launcher.ts).
  */
-export function untilStopped({ logger, stopping, stop }: StopSignalsOptions): Promise<void> {
+export function untilStopped({ logger, stopping, stop, abort }: StopSignalsOptions): Promise<void> {
   return new Promise((resolve) => {
     let stopStarted = false;
     const startStop = () => {
+      if (stopStarted) return;
       stopStarted = true;
       stopWatchingLauncher();
       stop().then(resolve, (error: unknown) => {
@@ -45,5 +48,6 @@ export function untilStopped({ logger, stopping, stop }: StopSignalsOptions): Pr
       logger.info({ launcher }, `${launcher} exited: ${stopping}`);
       startStop();
     });
+    abort?.addEventListener('abort', startStop, { once: true });
   });
 }

@@ -52,6 +52,12 @@ export function logSchedulerEvents(logger: SchedulerLogger): SchedulerListener {
           'the run finished but the run ledger could not record it: another instance may run it again once its lease expires',
         );
         return;
+      case 'stray-error':
+        log.warn(
+          { scheduledAt, origin: event.origin, err: event.error },
+          'an error escaped the job after its attempt ended: the recorded outcome stands',
+        );
+        return;
       default:
         logFire(log, event, scheduledAt);
     }

@@ -1,3 +1,4 @@
+import type { StrayErrorOrigin } from './containment.ts';
 import type { SkipReason } from './fire.ts';
 
 /** How a fire came about: a cron fire, a catch-up at start, or a manual run (`jobs run`, `trigger()`). */
@@ -89,6 +90,16 @@ export interface FinishFailedEvent extends OccurrenceEventBase {
 }
 
 /** Everything the scheduler tells its subscribers (log lines, metrics, a dashboard). */
+/**
+ * An error escaped a job's code after the attempt it came from had ended (a rejection or a throw
+ * from a timer the job left behind): the recorded outcome stands; this reports it.
+ */
+export interface StrayErrorEvent extends OccurrenceEventBase {
+  readonly type: 'stray-error';
+  readonly origin: StrayErrorOrigin;
+  readonly error: unknown;
+}
+
 export type SchedulerEvent =
   | StartedEvent
   | FinishedEvent
@@ -97,7 +108,8 @@ export type SchedulerEvent =
   | TimedOutEvent
   | LockLostEvent
   | StoreErrorEvent
-  | FinishFailedEvent;
+  | FinishFailedEvent
+  | StrayErrorEvent;
 
 export type SchedulerListener = (event: SchedulerEvent) => void;
 

@@ -21,12 +21,14 @@ import { LOCK_TOKEN } from '../strategies/lock/token.ts';
 import { retryStrategy } from '../strategies/retry/strategy.ts';
 import { isTimeoutRejectedError } from '../strategies/timeout/errors.ts';
 import { timeoutStrategy } from '../strategies/timeout/strategy.ts';
+import { OccurrenceContainment } from './containment.ts';
 import type { FireKind, SchedulerEvent } from './events.ts';
 import type { JobContext, JobLogger, ResolvedJob } from './job.ts';
 import { jitterOf } from './occurrence.ts';
 import { OCCURRENCE_GRANT, type OccurrenceGrant, occurrenceLeaseStrategy } from './occurrence-lease.ts';
 import { onAbortShared } from './shared-abort.ts';
 import type { StoreClock } from './store-clock.ts';
+import { runInWorker } from './worker-run.ts';
 
 /** Why a fire did not run its job. */
 export type SkipReason =
@@ -80,6 +82,8 @@ export interface FireEnvironment {
   readonly logger: SchedulerLogger;
   /** Where the fire's events go (log lines, metrics, ... subscribe there). */
   readonly emit: (event: SchedulerEvent) => void;
+  /** The config file and the worker module that runs a job with `isolation: 'worker'` from it. */
+  readonly isolation?: { readonly configPath: string; readonly jobWorker: string | URL | undefined };
 }
 
 /** How a fire came about. */
@@ -121,6 +125,8 @@ interface FireState {
   startedAt: number | undefined;
   /** Monotonic, when the first attempt started. */
   startedMono: number | undefined;
+  /** The run's async context, made when its first attempt starts. */
+  containment: OccurrenceContainment | undefined;
 }
 
 /**
@@ -195,6 +201,7 @@ export class JobFirer {
       attempts: 0,
       startedAt: undefined,
       startedMono: undefined,
+      containment: undefined,
     };
   }
 
@@ -435,10 +442,20 @@ export class JobFirer {
         lateMs: this.#lateMs(state),
       });
     }
+    // An error that escapes the job's code (a promise nobody awaits, a timer that throws) is
+    // attributed to this run by the async context entered around `run` (see containment.ts).
+    state.containment ??= new OccurrenceContainment(this.job.name, scheduledAt, (error, origin) =>
+      this.#environment.emit({ ...this.#eventBase(state), type: 'stray-error', origin, error }),
+    );
+    const contained = state.containment.attempt(context.signal);
+    const { signal } = context;
     const jobLogger = this.#logger;
     let logger: JobLogger | undefined;
     const ctx: JobContext = {
-      signal: context.signal,
+      // Joined with the containment's abort only when the job reads it.
+      get signal() {
+        return contained.signal;
+      },
       job: this.job.name,
       scheduledAt,
       attempt,
@@ -449,9 +466,9 @@ export class JobFirer {
       },
       token,
     };
-    const { signal } = context;
-    // Runs the job as a promise even when `run` throws synchronously, so its settling can be watched.
-    const running = (async () => this.job.run(ctx))();
+    const running = contained.run(() =>
+      this.job.isolation === 'worker' ? this.#runInWorker(ctx) : this.job.run(ctx),
+    );
     // Told the moment the signal aborts, not when the job settles: a job that ignores its signal
     // may never settle, and the timeout strategy reports only after it does.
     const onAbort = () => {
@@ -478,6 +495,21 @@ export class JobFirer {
     } finally {
       signal.removeEventListener('abort', onAbort);
     }
+  }
+
+  /** One attempt in a worker thread of its own (`isolation: 'worker'`). */
+  #runInWorker(ctx: JobContext): Promise<void> {
+    const isolation = this.#environment.isolation;
+    if (isolation?.jobWorker === undefined) {
+      throw new Error(
+        "isolation 'worker' needs a worker module that loads the job from its config file (the resil CLI sets one)",
+      );
+    }
+    return runInWorker(ctx, {
+      entry: isolation.jobWorker,
+      configPath: isolation.configPath,
+      resourceLimits: this.job.resourceLimits,
+    });
   }
 
   #build(): ResiliencePipeline<unknown> {

@@ -1,4 +1,15 @@
 export { ConfigError, type ConfigProblem, isConfigError } from './config-error.ts';
+export {
+  attributeStrayError,
+  isJobExitError,
+  isStrayJobError,
+  JobExitError,
+  type RunningJob,
+  runningJob,
+  type StrayErrorAttribution,
+  type StrayErrorOrigin,
+  StrayJobError,
+} from './containment.ts';
 export { isShutdownError, isUnknownJobError, ShutdownError, UnknownJobError } from './errors.ts';
 export { logSchedulerEvents } from './event-log.ts';
 export type {
@@ -13,14 +24,17 @@ export type {
   SkippedEvent,
   StartedEvent,
   StoreErrorEvent,
+  StrayErrorEvent,
   TimedOutEvent,
 } from './events.ts';
 export type { FireResult, SchedulerLogger, SkipReason } from './fire.ts';
 export type {
   JobContext,
   JobDefinition,
+  JobIsolation,
   JobLockOptions,
   JobLogger,
+  JobResourceLimits,
   ResilConfig,
   SchedulerTelemetry,
 } from './job.ts';
@@ -30,3 +44,4 @@ export {
   type SchedulerOptions,
   type TriggerResult,
 } from './scheduler.ts';
+export { isJobWorkerError, JobWorkerError } from './worker-run.ts';

@@ -12,4 +12,6 @@ export const configDefaults = {
   lockTtl: lockDefaults.ttl,
   /** A job's `lock.wait`, in ms: at least `lockTtl` (with no `overlap`) reads as `overlap: 'buffer-all'`. */
   lockWait: lockDefaults.wait,
+  /** Where a job's `run` runs: in the runner's process. */
+  isolation: 'none',
 } as const;

@@ -86,6 +86,22 @@ export interface JobDefinition {
    * defineJob({ name: 'sync', schedule: '0 * * * *', jitter: '5m', run: sync });
    */
   jitter?: Duration;
+  /**
+   * Where `run` runs: `'none'` in the runner's process (an error escaping it fails the run, see
+   * containment), `'worker'` in a worker thread of its own for each run, which loads the config
+   * file again and runs the job of this name there, so its crash, `process.exit()`, memory
+   * exhaustion or blocked event loop fail that run only. Defaults to the config's `isolation`,
+   * else `'none'`.
+   *
+   * @example
+   * defineJob({ name: 'import', schedule: '0 * * * *', isolation: 'worker', resourceLimits: { maxOldGenerationSizeMb: 256 }, run });
+   */
+  isolation?: JobIsolation;
+  /**
+   * The worker's limits for `isolation: 'worker'` (Node's `Worker` `resourceLimits`): a run that
+   * needs more fails, the runner goes on. Defaults to Node's (the process's limits).
+   */
+  resourceLimits?: JobResourceLimits;
   /** Called when this instance ran an occurrence and it succeeded. Defaults to the config's `onSuccess`. */
   onSuccess?: JobHook<FinishedEvent>;
   /** Called when this instance ran an occurrence and it failed (after retries). Defaults to the config's `onFailure`. */
@@ -95,6 +111,21 @@ export interface JobDefinition {
    * shutdown, store-reset; not `already-done`, which another instance decided). Defaults to the config's `onSkip`.
    */
   onSkip?: JobHook<SkippedEvent>;
+}
+
+/** Where a job's `run` runs: in the runner's process, or in a worker thread of its own per run. */
+export type JobIsolation = 'none' | 'worker';
+
+/** The limits of an isolated job's worker thread, as Node's `Worker` takes them; each in MB. */
+export interface JobResourceLimits {
+  /** The main heap's maximum size. */
+  maxOldGenerationSizeMb?: number;
+  /** The heap space for recently created objects. */
+  maxYoungGenerationSizeMb?: number;
+  /** The memory range for generated code. */
+  codeRangeSizeMb?: number;
+  /** The thread's maximum stack size. */
+  stackSizeMb?: number;
 }
 
 /**
@@ -136,6 +167,8 @@ export interface ResilConfig {
   shutdownGrace?: Duration;
   /** How long completed occurrences stay in the run ledger. Defaults to 7 days. */
   ledgerRetention?: Duration;
+  /** Every job's `isolation` unless the job has its own. Defaults to `'none'`. */
+  isolation?: JobIsolation;
   /** Every job's `onSuccess` unless the job has its own. Defaults to none. */
   onSuccess?: JobHook<FinishedEvent>;
   /** Every job's `onFailure` unless the job has its own. Defaults to none. */
@@ -162,6 +195,10 @@ export interface ResolvedJob {
   readonly overlap: OverlapPolicy;
   /** The job's `jitter` in ms; undefined (or 0) for none. */
   readonly jitterMs?: number | undefined;
+  /** Where `run` runs, the config's default applied (undefined reads as `'none'`). */
+  readonly isolation?: JobIsolation | undefined;
+  /** The worker's limits for `isolation: 'worker'`. */
+  readonly resourceLimits?: JobResourceLimits | undefined;
   /** The job's hooks, the config's defaults applied. */
   readonly onSuccess?: JobHook<FinishedEvent> | undefined;
   readonly onFailure?: JobHook<FinishedEvent> | undefined;
@@ -181,6 +218,12 @@ export interface ResolvedConfig {
   readonly jobs: readonly ResolvedJob[];
   /** The config's `telemetry`. */
   readonly telemetry?: SchedulerTelemetry | undefined;
+  /**
+   * The module a job with `isolation: 'worker'` runs in, in a worker thread: it loads `filepath`
+   * and runs the job of the name it is given. Set by the CLI's config loader; without it (a config
+   * given as objects to `createScheduler()`), such a job cannot run.
+   */
+  readonly jobWorker?: string | URL | undefined;
 }
 
 /** The key a job's occurrences live under in the run ledger: its lock key, else its name. */

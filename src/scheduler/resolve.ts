@@ -15,7 +15,9 @@ import { describeError } from './credentials.ts';
 import { closestName } from './did-you-mean.ts';
 import type {
   JobDefinition,
+  JobIsolation,
   JobLockOptions,
+  JobResourceLimits,
   ResilConfig,
   ResolvedConfig,
   ResolvedJob,
@@ -42,6 +44,7 @@ export const configOptions = optionNames<ResilConfig>()([
   'instance',
   'shutdownGrace',
   'ledgerRetention',
+  'isolation',
   ...hookOptions,
   'telemetry',
   'jobs',
@@ -59,9 +62,18 @@ export const jobOptions = optionNames<JobDefinition>()([
   'startingDeadline',
   'overlap',
   'jitter',
+  'isolation',
+  'resourceLimits',
   ...hookOptions,
 ]);
 export const lockOptions = optionNames<JobLockOptions>()(['key', 'ttl', 'wait']);
+export const resourceLimitOptions = optionNames<JobResourceLimits>()([
+  'maxOldGenerationSizeMb',
+  'maxYoungGenerationSizeMb',
+  'codeRangeSizeMb',
+  'stackSizeMb',
+]);
+export const isolations: readonly JobIsolation[] = ['none', 'worker'];
 export const retryOptions = optionNames<RetryStrategyOptions>()([
   'maxRetryAttempts',
   'delay',
@@ -281,6 +293,48 @@ async function loadJobModules(
   return entries;
 }
 
+/** The isolation `value` names, or undefined after reporting a value that is not one. */
+function isolation(value: unknown, report: Report): JobIsolation | undefined {
+  if (value === undefined) return undefined;
+  if (isolations.includes(value as JobIsolation)) return value as JobIsolation;
+  const suggestion = typeof value === 'string' ? closestName(value, isolations) : undefined;
+  report({
+    option: 'isolation',
+    value,
+    message: `expected one of ${isolations.map((name) => `'${name}'`).join(', ')}${suggestion === undefined ? '' : ` (did you mean '${suggestion}'?)`}, ${got(value)}`,
+  });
+  return undefined;
+}
+
+/** A job's `resourceLimits`, or undefined after reporting what is wrong with them. */
+function resourceLimits(value: unknown, report: Report): JobResourceLimits | undefined {
+  if (value === undefined) return undefined;
+  if (!isPlainObject(value)) {
+    report({
+      option: 'resourceLimits',
+      value,
+      message: `expected an object of limits in MB such as { maxOldGenerationSizeMb: 256 }, ${got(value)}`,
+    });
+    return undefined;
+  }
+  let valid = true;
+  const problem: Report = (details) => {
+    valid = false;
+    report(details);
+  };
+  checkUnknownOptions(value, resourceLimitOptions, 'resourceLimits.', problem);
+  for (const name of resourceLimitOptions) {
+    const limit = value[name];
+    if (limit === undefined || (typeof limit === 'number' && Number.isFinite(limit) && limit > 0)) continue;
+    problem({
+      option: `resourceLimits.${name}`,
+      value: limit,
+      message: `expected a number of MB greater than 0, ${got(limit)}`,
+    });
+  }
+  return valid ? (value as JobResourceLimits) : undefined;
+}
+
 /**
  * croner's reason for refusing `schedule` in `zone`, or undefined when it parses: once per distinct
  * schedule and zone of a config (`checked`), since a parsed pattern holds a year table of ~80 KB
@@ -307,6 +361,7 @@ function resolveJob(
   raw: unknown,
   index: number,
   defaultTimezone: string | undefined,
+  defaultIsolation: JobIsolation,
   defaultHooks: JobHooks,
   telemetryConfig: SchedulerTelemetry | undefined,
   cronErrors: Map<string, string | undefined>,
@@ -466,6 +521,21 @@ function resolveJob(
       message: `must be smaller than startingDeadline (${formatDuration(startingDeadlineMs)}): a fire delayed by its jitter would be skipped as missed; shorten jitter or raise startingDeadline`,
     });
   }
+  const ownIsolation = isolation(job.isolation, problem);
+  const jobIsolation = ownIsolation ?? defaultIsolation;
+  const limits = resourceLimits(job.resourceLimits, problem);
+  // Told only when the isolation is known: a misspelt one already has its message.
+  if (
+    limits !== undefined &&
+    jobIsolation !== 'worker' &&
+    (job.isolation === undefined || ownIsolation !== undefined)
+  ) {
+    problem({
+      option: 'resourceLimits',
+      value: job.resourceLimits,
+      message: `limits a worker thread: they apply with isolation: 'worker' only (this job's isolation is '${jobIsolation}')`,
+    });
+  }
   const jobHooks = hooks(job, problem);
   const jobTelemetry = valid ? pipelineListenerOf(telemetryConfig, job.name!, problem) : undefined;
 
@@ -483,6 +553,8 @@ function resolveJob(
     startingDeadlineMs: startingDeadlineMs!,
     overlap,
     jitterMs,
+    isolation: jobIsolation,
+    resourceLimits: limits,
     onSuccess: jobHooks.onSuccess ?? defaultHooks.onSuccess,
     onFailure: jobHooks.onFailure ?? defaultHooks.onFailure,
     onSkip: jobHooks.onSkip ?? defaultHooks.onSkip,
@@ -566,6 +638,7 @@ export function resolveConfigSync(
   );
 
   const defaultHooks = hooks(raw, report);
+  const defaultIsolation = isolation(raw.isolation, report) ?? configDefaults.isolation;
   const telemetryConfig = telemetry(raw.telemetry, report);
 
   const jobs: ResolvedJob[] = [];
@@ -601,6 +674,7 @@ export function resolveConfigSync(
         entry,
         index,
         defaultTimezone,
+        defaultIsolation,
         defaultHooks,
         telemetryConfig,
         cronErrors,

@@ -528,6 +528,7 @@ function environmentFor(
     ledgerRetentionMs: config.ledgerRetentionMs,
     logger,
     emit: (event) => events.emit(event),
+    isolation: { configPath: config.filepath, jobWorker: config.jobWorker },
   };
 }
 

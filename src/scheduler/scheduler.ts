@@ -1,5 +1,6 @@
 import type { TimeProvider } from '../pipeline/time.ts';
 import { MemoryLockStore } from '../strategies/lock/memory-store.ts';
+import { ConfigError } from './config-error.ts';
 import type { SchedulerListener } from './events.ts';
 import type { FireResult, SchedulerLogger } from './fire.ts';
 import type { ResilConfig, ResolvedConfig } from './job.ts';
@@ -69,6 +70,20 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     config.store = new MemoryLockStore({ timeProvider });
   }
   const resolved: ResolvedConfig = resolveConfigSync(config, optionsFile);
+  // A worker loads the job from its config file; jobs given here as objects have none.
+  const isolated = resolved.jobs.filter((job) => job.isolation === 'worker');
+  if (isolated.length > 0) {
+    throw new ConfigError(
+      isolated.map((job) => ({
+        file: optionsFile,
+        job: job.name,
+        option: 'isolation',
+        value: 'worker',
+        message:
+          "a worker loads its job from a config file, which createScheduler() options are not: run such jobs with the resil CLI, or use isolation: 'none'",
+      })),
+    );
+  }
   const runner = new JobRunner({
     config: resolved,
     logger: logger ?? silentLogger,

@@ -177,11 +177,19 @@ describe('JobMetrics: scheduler events to metrics', () => {
     metrics.record(skipped('tick', at + 20_000, 'overlap'));
     metrics.record(skipped('tick', at + 30_000, 'overlap'));
     metrics.record(skipped('report', at, 'paused'));
+    metrics.record({
+      ...base('tick', at),
+      type: 'stray-error',
+      origin: 'unhandled-rejection',
+      error: new Error('late'),
+    });
     const samples = await samplesOf(registry);
     expect(sampleValue(samples, 'resil_job_runs_total', { job_name: 'tick', outcome: 'failure' })).toBe(2);
     expect(sampleValue(samples, 'resil_job_runs_total', { job_name: 'tick', outcome: 'success' })).toBe(0);
     expect(sampleValue(samples, 'resil_fence_rejections_total', { job_name: 'tick' })).toBe(1);
     expect(sampleValue(samples, 'resil_lock_lost_total', { job_name: 'tick' })).toBe(1);
+    expect(sampleValue(samples, 'resil_job_stray_errors_total', { job_name: 'tick' })).toBe(1);
+    expect(sampleValue(samples, 'resil_job_stray_errors_total', { job_name: 'report' })).toBe(0);
     expect(sampleValue(samples, 'resil_job_skips_total', { job_name: 'tick', reason: 'overlap' })).toBe(2);
     expect(sampleValue(samples, 'resil_job_skips_total', { job_name: 'report', reason: 'paused' })).toBe(1);
     // The failure without a started event (never ran) does not drive running below 0.

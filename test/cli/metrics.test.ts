@@ -347,6 +347,7 @@ describe.skipIf(!redisUrl)('resil run --metrics on Redis, scraped', () => {
         'resil_job_running',
         'resil_lock_lost_total',
         'resil_fence_rejections_total',
+        'resil_job_stray_errors_total',
         'resil_store_up',
         'resil_store_clock_offset_seconds',
       ]),

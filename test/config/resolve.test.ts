@@ -30,6 +30,7 @@ describe('config defaults', () => {
       startingDeadline: 60_000,
       lockTtl: 30_000,
       lockWait: 0,
+      isolation: 'none',
     });
   });
 
@@ -55,6 +56,7 @@ describe('config defaults', () => {
         catchUpMs: undefined,
         startingDeadlineMs: 60_000,
         overlap: 'skip',
+        isolation: 'none',
       },
     ]);
   });
@@ -92,6 +94,49 @@ describe('config defaults', () => {
     expect(String((error as Error).message)).toContain(
       `job "a": option "overlap": expected one of 'skip', 'buffer-one', 'buffer-all', 'cancel-other', 'allow-all' (did you mean 'buffer-all'?), got "buffer-al"`,
     );
+  });
+
+  it("isolation: the config's default for jobs without their own; resourceLimits for workers only, in positive MB", async () => {
+    const config = await resolveConfig(
+      {
+        isolation: 'worker',
+        jobs: [
+          { name: 'a', schedule: '* * * * *', run, resourceLimits: { maxOldGenerationSizeMb: 64 } },
+          { name: 'b', schedule: '* * * * *', run, isolation: 'none' },
+        ],
+      },
+      file,
+    );
+    expect(config.jobs.map((job) => [job.isolation, job.resourceLimits])).toEqual([
+      ['worker', { maxOldGenerationSizeMb: 64 }],
+      ['none', undefined],
+    ]);
+    const job = (extra: Record<string, unknown>) => ({ name: 'a', schedule: '* * * * *', run, ...extra });
+    expect(
+      await problemsOf({
+        isolation: 'thread',
+        jobs: [
+          job({ isolation: 'workers' }),
+          { ...job({ resourceLimits: 64, isolation: 'worker' }), name: 'b' },
+          {
+            ...job({
+              isolation: 'worker',
+              resourceLimits: { maxOldGenerationSizeMb: -1, stackSizeMb: '4', maxOldGenerationSize: 1 },
+            }),
+            name: 'c',
+          },
+          { ...job({ isolation: 'none', resourceLimits: { maxOldGenerationSizeMb: 64 } }), name: 'd' },
+        ],
+      }),
+    ).toEqual([
+      `${file}: option "isolation": expected one of 'none', 'worker', got "thread"`,
+      `${file}: job "a": option "isolation": expected one of 'none', 'worker' (did you mean 'worker'?), got "workers"`,
+      `${file}: job "b": option "resourceLimits": expected an object of limits in MB such as { maxOldGenerationSizeMb: 256 }, got 64`,
+      `${file}: job "c": option "resourceLimits.maxOldGenerationSize": unknown option (did you mean "resourceLimits.maxOldGenerationSizeMb"?); known options: maxOldGenerationSizeMb, maxYoungGenerationSizeMb, codeRangeSizeMb, stackSizeMb`,
+      `${file}: job "c": option "resourceLimits.maxOldGenerationSizeMb": expected a number of MB greater than 0, got -1`,
+      `${file}: job "c": option "resourceLimits.stackSizeMb": expected a number of MB greater than 0, got "4"`,
+      `${file}: job "d": option "resourceLimits": limits a worker thread: they apply with isolation: 'worker' only (this job's isolation is 'none')`,
+    ]);
   });
 
   it('converts durations and inherits the config timezone', async () => {
@@ -232,7 +277,7 @@ describe('validation', () => {
       }),
     ).toEqual([
       `${file}: option "onFailure": expected a function (event) => ..., got "mail me"`,
-      `${file}: job "a": option "onSucess": unknown option (did you mean "onSuccess"?); known options: name, schedule, run, timezone, lock, timeout, retry, enabled, catchUp, startingDeadline, overlap, jitter, onSuccess, onFailure, onSkip`,
+      `${file}: job "a": option "onSucess": unknown option (did you mean "onSuccess"?); known options: name, schedule, run, timezone, lock, timeout, retry, enabled, catchUp, startingDeadline, overlap, jitter, isolation, resourceLimits, onSuccess, onFailure, onSkip`,
       `${file}: job "a": option "onSkip": expected a function (event) => ..., got {}`,
     ]);
   });

@@ -806,3 +806,46 @@ async function waitForHistory<T extends { outcome: string }>(read: () => Promise
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
 }
+
+describe('resil dashboard: a triggered job owns its run, not the dashboard', () => {
+  let project: Project;
+  beforeAll(() => {
+    ensureCliBuilt();
+    project = createProject({
+      'resil.config.ts': tsConfig(`[
+        {
+          name: 'leaky',
+          schedule: '0 2 * * *',
+          run: async () => {
+            void Promise.reject(new Error('nobody awaited this'));
+            await new Promise((resolve) => setTimeout(resolve, 300));
+          },
+        },
+      ]`),
+    });
+  }, 200_000);
+  afterAll(() => project.remove());
+
+  it('a stray rejection of a triggered run fails that run with its cause; the dashboard stays up and stops with 0', async () => {
+    const dashboard = await startDashboard({ cwd: project.directory, args: ['--allow-actions'] });
+    try {
+      const token = (await pageToken(dashboard))!;
+      const trigger = await act(dashboard, token, '/api/jobs/leaky/trigger');
+      expect([200, 202]).toContain(trigger.status);
+      await dashboard.process.waitForOutput(/"outcome":"failure"/, 10_000);
+      expect(dashboard.lines().find((line) => line.outcome === 'failure')).toMatchObject({
+        job: 'leaky',
+        msg: 'job failed',
+        err: {
+          type: 'StrayJobError',
+          message: "an unhandled rejection escaped the job's run: nobody awaited this",
+        },
+      });
+      expect(dashboard.process.hasExited()).toBe(false);
+      dashboard.process.kill('SIGTERM');
+      expect(await dashboard.process.exited).toEqual({ code: 0, signal: null });
+    } finally {
+      await dashboard.stop();
+    }
+  });
+});

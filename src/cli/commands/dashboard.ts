@@ -103,7 +103,8 @@ instances: on the in-memory default store the page shows the config's jobs and n
 says so. Logs (actions, triggered runs) are JSON lines on stdout; LOG_LEVEL sets the level.
 
 Exit codes: 0 after SIGINT/SIGTERM; 2 bad config, bad --port, --host or --allowed-host, or the
-address cannot be listened on (port in use, not this machine's); 130/143 after a second
+address cannot be listened on (port in use, not this machine's); 1 after a graceful stop on an
+error outside any triggered job, or a triggered job's process.exit(); 130/143 after a second
 SIGINT/SIGTERM.
 
 Examples:

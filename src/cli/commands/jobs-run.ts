@@ -7,6 +7,7 @@ import { isLockLostError } from '../../strategies/lock/errors.ts';
 import { hasJobPauses } from '../../strategies/lock/run-ledger.ts';
 import type { LeaseInfo } from '../../strategies/lock/store.ts';
 import { isTimeoutRejectedError } from '../../strategies/timeout/errors.ts';
+import { containJobFaults, faultExitCode } from '../job-faults.ts';
 import { watchLauncher } from '../launcher.ts';
 import { createLogger } from '../logger.ts';
 import { localTimezone } from '../output.ts';
@@ -159,6 +160,16 @@ export async function runJob(
     logger.info({ launcher }, `${launcher} exited: aborting ${name}`);
     interruptWith('SIGTERM', `the exit of ${launcher}`);
   });
+  // The job's stray errors fail its run; an error outside it, or its process.exit(), ends the
+  // command with exit 1 once the run settled.
+  const faults = containJobFaults({
+    // Its lines name the job that faulted themselves.
+    logger: base.child({ instance: config.instance }),
+    onFault: () => {
+      interrupt.abort(new ShutdownError('interrupted by a fault the command cannot recover from'));
+      boundSettling(undefined, 'a fault');
+    },
+  });
   const connection = watchStoreConnection(config.store);
   let outcome: { result: FireResult } | { code: number };
   try {
@@ -169,6 +180,7 @@ export async function runJob(
       givenUp.then((code) => ({ code })),
     ]);
   } finally {
+    faults.dispose();
     connection.dispose();
     stopWatchingLauncher();
     for (const timer of timers) clearTimeout(timer);
@@ -184,6 +196,12 @@ export async function runJob(
     return;
   }
   const { result } = outcome;
+  if (faults.faulted) {
+    const line = describeResult(name, result, connection.lastError, undefined);
+    stderr.write(`${errorStyles.red(`${line} (stopped by a fault, see the log)`)}\n`);
+    helpers.setExitCode(faultExitCode);
+    return;
+  }
   if (interruptedBy !== undefined && result.outcome !== 'success') {
     // Settled after Ctrl-C: an interruption, not a failure of the job.
     stderr.write(`${errorStyles.yellow(`${name}: interrupted by ${interruption}`)}\n`);

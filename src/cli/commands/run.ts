@@ -68,7 +68,8 @@ Metrics (--metrics 9464 binds 127.0.0.1; --metrics 0.0.0.0:9464 or [::]:9464 eve
                  resil_job_duration_seconds, resil_job_lateness_seconds,
                  resil_job_last_success_timestamp_seconds (fleet-wide, from the run ledger),
                  resil_job_next_run_timestamp_seconds, resil_job_running, resil_lock_lost_total,
-                 resil_fence_rejections_total (all labelled job_name), resil_store_up,
+                 resil_fence_rejections_total, resil_job_stray_errors_total (all labelled
+                 job_name), resil_store_up,
                  resil_store_clock_offset_seconds, and Node.js process metrics
   GET /livez     200 while the process answers
   GET /readyz    200 once the store answers (probed every second, 1 s timeout) and the offset to
@@ -84,9 +85,14 @@ ttl). A second signal exits at once (130 for SIGINT, 143 for SIGTERM). Started b
 (\`npx resil run\`, \`npm start\`), the runner also stops gracefully when npm exits, as npm does
 on SIGTERM without passing it on (checked every second).
 
-Exit codes: 0 after a clean stop; 2 bad config, unknown --job, bad --log-level / LOG_LEVEL, or a
-bad --metrics (not a port 1-65535, a malformed host:port, or an address it cannot listen on: the
-port in use); 130/143 after a second SIGINT/SIGTERM.
+Faults: an error that escapes a job (a rejection nobody awaits, a throw in a timer it started)
+fails that job's run; one outside any job, or a job's process.exit(), is logged and stops the
+runner gracefully, exit 1. isolation: 'worker' runs a job in a worker thread of its own.
+
+Exit codes: 0 after a clean stop; 1 after a graceful stop on a fault; 2 bad config, unknown
+--job, bad --log-level / LOG_LEVEL, or a bad --metrics (not a port 1-65535, a malformed
+host:port, or an address it cannot listen on: the port in use); 130/143 after a second
+SIGINT/SIGTERM.
 
 Examples:
   $ resil run
@@ -140,6 +146,11 @@ Examples:
               connectionError: () => connection.lastError,
             });
 
+      // A job's stray error fails its run; one outside any job, or a job's process.exit(), stops
+      // the runner as a signal would, and it exits non-zero.
+      const fault = new AbortController();
+      const { containJobFaults, faultExitCode } = await import('../job-faults.ts');
+      const faults = containJobFaults({ logger, onFault: () => fault.abort() });
       // From the stop signal on: /readyz says 503, no new fire starts, running jobs finish.
       const stopped = untilStopped({
         logger,
@@ -148,6 +159,7 @@ Examples:
           metrics?.stopping();
           return runner.stop();
         },
+        abort: fault.signal,
       });
       await runner.start();
       const heartbeat = hasInstanceRegistry(config.store)
@@ -164,9 +176,11 @@ Examples:
       await heartbeat?.stop();
       await metrics?.close();
       connection.dispose();
-      logger.info('exiting');
+      const code = faults.faulted ? faultExitCode : 0;
+      logger.info({ code }, 'exiting');
       logger.flush();
-      setExitCode(0);
+      faults.dispose();
+      setExitCode(code);
     });
 }
 

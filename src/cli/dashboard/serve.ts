@@ -1,5 +1,6 @@
 import { hostname } from 'node:os';
 import { inMemoryStoreNote } from '../commands/store-error.ts';
+import { containJobFaults, faultExitCode } from '../job-faults.ts';
 import { isLoopbackHost } from '../listen-address.ts';
 import type { CommandHelpers } from '../program.ts';
 import { untilStopped } from '../stop-signals.ts';
@@ -85,8 +86,18 @@ export async function serveDashboard(helpers: CommandHelpers, options: Dashboard
     `dashboard on ${server.url} (${options.allowActions ? `actions on, recorded as ${instance}` : 'read-only'})`,
   );
 
-  await untilStopped({ logger, stopping: 'stopping the dashboard', stop: () => server.close() });
+  // Triggered runs are jobs like `resil run`'s: their stray errors fail them; a fault outside
+  // them stops the dashboard, exit 1.
+  const fault = new AbortController();
+  const faults = containJobFaults({ logger, onFault: () => fault.abort() });
+  await untilStopped({
+    logger,
+    stopping: 'stopping the dashboard',
+    stop: () => server.close(),
+    abort: fault.signal,
+  });
   logger.info('dashboard stopped');
   logger.flush();
-  helpers.setExitCode(0);
+  faults.dispose();
+  helpers.setExitCode(faults.faulted ? faultExitCode : 0);
 }

@@ -24,6 +24,7 @@ export const metricNames = {
   running: 'resil_job_running',
   lockLost: 'resil_lock_lost_total',
   fenceRejections: 'resil_fence_rejections_total',
+  strayErrors: 'resil_job_stray_errors_total',
   storeUp: 'resil_store_up',
   clockOffset: 'resil_store_clock_offset_seconds',
 } as const;
@@ -44,6 +45,7 @@ interface JobSeries {
   readonly running: Gauge.Internal<'job_name'>;
   readonly lockLost: Counter.Internal;
   readonly fenceRejections: Counter.Internal;
+  readonly strayErrors: Counter.Internal;
   readonly skips: Map<string, Counter.Internal>;
   /** This instance's runs in progress, by scheduledAt (an occurrence started but not finished). */
   readonly inProgress: Map<number, number>;
@@ -71,6 +73,7 @@ export class JobMetrics {
   readonly #running: Gauge<'job_name'>;
   readonly #lockLost: Counter<'job_name'>;
   readonly #fenceRejections: Counter<'job_name'>;
+  readonly #strayErrors: Counter<'job_name'>;
   readonly #storeUp: Gauge;
   readonly #series = new Map<string, JobSeries>();
   /** `next`: the job's next instant, epoch ms; NaN before the first scrape, Infinity for never. */
@@ -141,6 +144,12 @@ export class JobMetrics {
       labelNames: ['job_name'],
       registers,
     });
+    this.#strayErrors = new Counter({
+      name: metricNames.strayErrors,
+      help: "Errors that escaped the job's code on this instance after the attempt they came from had ended (a rejection or a throw from a timer it left behind); the recorded outcome stands.",
+      labelNames: ['job_name'],
+      registers,
+    });
     this.#storeUp = new Gauge({
       name: metricNames.storeUp,
       help: "1 while the store answers this instance's probe within its timeout, else 0.",
@@ -207,6 +216,9 @@ export class JobMetrics {
       case 'lock-lost':
         this.#seriesOf(event.job).lockLost.inc();
         return;
+      case 'stray-error':
+        this.#seriesOf(event.job).strayErrors.inc();
+        return;
       default:
         // retrying, timed-out, store-error, finish-failed: in the logs; the run's end is counted once.
         return;
@@ -236,10 +248,17 @@ export class JobMetrics {
       running: this.#running.labels(labels),
       lockLost: this.#lockLost.labels(labels),
       fenceRejections: this.#fenceRejections.labels(labels),
+      strayErrors: this.#strayErrors.labels(labels),
       skips: new Map(),
       inProgress: new Map(),
     };
-    for (const counter of [series.success, series.failure, series.lockLost, series.fenceRejections])
+    for (const counter of [
+      series.success,
+      series.failure,
+      series.lockLost,
+      series.fenceRejections,
+      series.strayErrors,
+    ])
       counter.inc(0);
     series.running.set(0);
     this.#series.set(job, series);
