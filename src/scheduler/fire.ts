@@ -14,7 +14,7 @@ import {
 } from '../strategies/lock/errors.ts';
 import { randomOwnerId } from '../strategies/lock/owner-id.ts';
 import { ReleaseWakeUp } from '../strategies/lock/release-wake-up.ts';
-import type { ClaimResult, RunLedger } from '../strategies/lock/run-ledger.ts';
+import type { ClaimResult, LedgerTrim, RunLedger } from '../strategies/lock/run-ledger.ts';
 import type { LockStore } from '../strategies/lock/store.ts';
 import { lockStrategy } from '../strategies/lock/strategy.ts';
 import { LOCK_TOKEN } from '../strategies/lock/token.ts';
@@ -78,6 +78,8 @@ export interface FireEnvironment {
   /** This instance's name, in the ledger and in logs. */
   readonly instance: string;
   readonly ledgerRetentionMs: number;
+  /** How many of a job's records the ledger keeps beyond those inside the job's window. */
+  readonly ledgerRecordLimit: number;
   /** The logger jobs get as `ctx.logger` (bound to the job, the occurrence and the attempt). */
   readonly logger: SchedulerLogger;
   /** Where the fire's events go (log lines, metrics, ... subscribe there). */
@@ -162,11 +164,21 @@ export class JobFirer {
   readonly #logger: SchedulerLogger;
   /** Runs in progress on this instance (for `lock: false`, the only overlap guard there is). */
   #running = 0;
+  /**
+   * What the ledger keeps of the job's records: every occurrence a fire may still claim (inside
+   * its starting deadline or catch-up window) and the latest `ledgerRecordLimit`, for the retention.
+   */
+  readonly #trim: Required<LedgerTrim>;
 
   constructor(job: ResolvedJob, environment: FireEnvironment) {
     this.job = job;
     this.#environment = environment;
     this.#logger = environment.logger.child({ job: job.name });
+    this.#trim = {
+      retentionMs: environment.ledgerRetentionMs,
+      recordLimit: environment.ledgerRecordLimit,
+      keepWithinMs: Math.max(job.startingDeadlineMs, job.catchUpMs ?? 0),
+    };
     this.#pipeline = this.#build();
   }
 
@@ -267,7 +279,7 @@ export class JobFirer {
             overlap: this.job.overlap,
             startingDeadlineMs: deadlineMs,
             manual,
-            retentionMs: this.#environment.ledgerRetentionMs,
+            ...this.#trim,
           });
         } catch (error) {
           // A store that did not answer (down, or too busy to answer in time) may answer the next
@@ -525,7 +537,7 @@ export class JobFirer {
         occurrenceLeaseStrategy({
           ledger,
           ttlMs: job.lock.ttlMs,
-          retentionMs: this.#environment.ledgerRetentionMs,
+          trim: this.#trim,
           onFinishFailed: (lease, error, context) => {
             const state = context.properties.get(FIRE_STATE);
             if (state === undefined) return;

@@ -167,6 +167,11 @@ export interface ResilConfig {
   shutdownGrace?: Duration;
   /** How long completed occurrences stay in the run ledger. Defaults to 7 days. */
   ledgerRetention?: Duration;
+  /**
+   * How many of a job's records the run ledger keeps, besides those of occurrences still inside
+   * their starting deadline or catch-up window (which dedupe their fires). Defaults to 100.
+   */
+  ledgerRecordLimit?: number;
   /** Every job's `isolation` unless the job has its own. Defaults to `'none'`. */
   isolation?: JobIsolation;
   /** Every job's `onSuccess` unless the job has its own. Defaults to none. */
@@ -215,6 +220,7 @@ export interface ResolvedConfig {
   readonly instance: string;
   readonly shutdownGraceMs: number;
   readonly ledgerRetentionMs: number;
+  readonly ledgerRecordLimit: number;
   readonly jobs: readonly ResolvedJob[];
   /** The config's `telemetry`. */
   readonly telemetry?: SchedulerTelemetry | undefined;

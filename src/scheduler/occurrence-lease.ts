@@ -7,7 +7,7 @@ import { delay } from '../pipeline/time.ts';
 import { lockTiming } from '../strategies/lock/defaults.ts';
 import { isStaleTokenError, LockLostError } from '../strategies/lock/errors.ts';
 import { HeldLease } from '../strategies/lock/held-lease.ts';
-import type { OccurrenceLease, RunLedger } from '../strategies/lock/run-ledger.ts';
+import type { LedgerTrim, OccurrenceLease, RunLedger } from '../strategies/lock/run-ledger.ts';
 import type { LockStore } from '../strategies/lock/store.ts';
 import { LOCK_TOKEN } from '../strategies/lock/token.ts';
 import { describeError } from './credentials.ts';
@@ -27,7 +27,8 @@ export const OCCURRENCE_GRANT = new ResiliencePropertyKey<OccurrenceGrant>('resi
 export interface OccurrenceLeaseOptions {
   readonly ledger: RunLedger;
   readonly ttlMs: number;
-  readonly retentionMs: number;
+  /** What the finish keeps of the job's records. */
+  readonly trim: LedgerTrim;
   /** Told when the run ended but the ledger could not record it before the lease ran out. */
   readonly onFinishFailed: (lease: OccurrenceLease, error: unknown, context: ResilienceContext) => void;
 }
@@ -102,7 +103,7 @@ export function occurrenceLeaseStrategy(options: OccurrenceLeaseOptions): Strate
           const time = environment.timeProvider;
           for (;;) {
             try {
-              await ledger.finishOccurrence(lease, result, { retentionMs: options.retentionMs });
+              await ledger.finishOccurrence(lease, result, options.trim);
               return outcome;
             } catch (error) {
               // A later claim of this occurrence holds a higher token: this run's lease was lost.

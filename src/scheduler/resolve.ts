@@ -44,6 +44,7 @@ export const configOptions = optionNames<ResilConfig>()([
   'instance',
   'shutdownGrace',
   'ledgerRetention',
+  'ledgerRecordLimit',
   'isolation',
   ...hookOptions,
   'telemetry',
@@ -637,6 +638,15 @@ export function resolveConfigSync(
     { positive: true },
   );
 
+  const ledgerRecordLimit = raw.ledgerRecordLimit ?? configDefaults.ledgerRecordLimit;
+  if (!Number.isSafeInteger(ledgerRecordLimit) || (ledgerRecordLimit as number) < 1) {
+    report({
+      option: 'ledgerRecordLimit',
+      value: ledgerRecordLimit,
+      message: `expected a whole number >= 1, ${got(ledgerRecordLimit)}`,
+    });
+  }
+
   const defaultHooks = hooks(raw, report);
   const defaultIsolation = isolation(raw.isolation, report) ?? configDefaults.isolation;
   const telemetryConfig = telemetry(raw.telemetry, report);
@@ -707,6 +717,7 @@ export function resolveConfigSync(
     instance: (raw.instance as string | undefined) ?? `${hostname()}:${process.pid}`,
     shutdownGraceMs: shutdownGraceMs!,
     ledgerRetentionMs: ledgerRetentionMs!,
+    ledgerRecordLimit: ledgerRecordLimit as number,
     jobs,
     telemetry: telemetryConfig,
   };

@@ -526,6 +526,7 @@ function environmentFor(
     time,
     instance: config.instance,
     ledgerRetentionMs: config.ledgerRetentionMs,
+    ledgerRecordLimit: config.ledgerRecordLimit,
     logger,
     emit: (event) => events.emit(event),
     isolation: { configPath: config.filepath, jobWorker: config.jobWorker },

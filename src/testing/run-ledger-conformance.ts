@@ -562,5 +562,28 @@ export function describeRunLedgerConformance(
       await ledger.finishOccurrence(recent, { outcome: 'success' }, { retentionMs: 60 * minute });
       expect((await history()).map((entry) => entry.scheduledAt)).toEqual([recent.scheduledAt]);
     });
+
+    it('keeps recordLimit records past keepWithinMs, and every record younger than it (those still dedupe their fires)', async () => {
+      const { ledger, granted, claim, history } = await setUp();
+      const trim = { recordLimit: 3, keepWithinMs: 5 * minute };
+      // Six occurrences past the window, then four inside it, each finished in turn.
+      const old = Array.from({ length: 6 }, (_, index) => past(20 * minute - index * minute));
+      const young = Array.from({ length: 4 }, (_, index) => past(4 * minute - index * minute));
+      for (const at of [...old, ...young]) {
+        const lease = await granted(at, { startingDeadlineMs: 30 * minute });
+        await ledger.finishOccurrence(lease, { outcome: 'success' }, trim);
+      }
+      const kept = (await history({ limit: 100 })).map((entry) => entry.scheduledAt);
+      // Every young one, and of the old ones only as many as the limit leaves room for: none.
+      expect(kept).toEqual([...young].reverse());
+      // A fire of a kept occurrence is still told it is done; its record is what stops a second run.
+      expect(await claim(young[0]!, { ...trim })).toEqual({ status: 'skipped', reason: 'already-done' });
+      // A claim that records a skip trims the same way, and keeps what is inside the window.
+      expect(await claim(past(21 * minute), { ...trim, startingDeadlineMs: minute })).toEqual({
+        status: 'skipped',
+        reason: 'missed',
+      });
+      expect((await history({ limit: 100 })).map((entry) => entry.scheduledAt)).toEqual([...young].reverse());
+    });
   });
 }

@@ -62,6 +62,7 @@ async function lateness(
     instance: name,
     shutdownGraceMs: 5_000,
     ledgerRetentionMs: 3_600_000,
+    ledgerRecordLimit: 100,
     jobs: [
       benchJob(name, schedule, (ctx) => {
         samples.push(preciseNow() - ctx.scheduledAt.getTime());

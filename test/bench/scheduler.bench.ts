@@ -72,6 +72,7 @@ async function resilRunner(
     instance: 'bench',
     shutdownGraceMs: 5_000,
     ledgerRetentionMs: 3_600_000,
+    ledgerRecordLimit: 100,
     jobs: [
       resolvedJob({
         name,

@@ -27,11 +27,22 @@ describe('config defaults', () => {
     expect(configDefaults).toEqual({
       shutdownGrace: 30_000,
       ledgerRetention: 7 * 86_400_000,
+      ledgerRecordLimit: 100,
       startingDeadline: 60_000,
       lockTtl: 30_000,
       lockWait: 0,
       isolation: 'none',
     });
+  });
+
+  it('refuses a ledgerRecordLimit that is not a whole number >= 1', async () => {
+    for (const bad of [0, 2.5, '100', -1]) {
+      expect(
+        await problemsOf({ ledgerRecordLimit: bad, jobs: [{ name: 'a', schedule: '* * * * *', run }] }),
+      ).toEqual([
+        `${file}: option "ledgerRecordLimit": expected a whole number >= 1, got ${JSON.stringify(bad)}`,
+      ]);
+    }
   });
 
   it('applies them into the resolved config', async () => {
@@ -42,6 +53,7 @@ describe('config defaults', () => {
       instance: `${hostname()}:${process.pid}`,
       shutdownGraceMs: 30_000,
       ledgerRetentionMs: 604_800_000,
+      ledgerRecordLimit: 100,
     });
     expect(config.jobs).toEqual([
       {
@@ -149,6 +161,7 @@ describe('config defaults', () => {
         instance: 'worker-1',
         shutdownGrace: '5s',
         ledgerRetention: '1d',
+        ledgerRecordLimit: 20,
         jobs: [
           {
             name: 'a',
@@ -171,6 +184,7 @@ describe('config defaults', () => {
       instance: 'worker-1',
       shutdownGraceMs: 5_000,
       ledgerRetentionMs: 86_400_000,
+      ledgerRecordLimit: 20,
     });
     expect(config.jobs[0]).toMatchObject({
       timezone: 'Europe/Paris',

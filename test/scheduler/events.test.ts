@@ -22,6 +22,7 @@ async function setup(job: Parameters<typeof resolvedJob>[0]) {
     time,
     instance: 'a',
     ledgerRetentionMs: 86_400_000,
+    ledgerRecordLimit: 100,
     logger: new RecordingLogger(),
     emit: (event) => events.emit(event),
   };

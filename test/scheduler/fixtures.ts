@@ -50,6 +50,7 @@ export function resolvedConfig(
     instance: 'test-instance',
     shutdownGraceMs: 30_000,
     ledgerRetentionMs: 7 * 86_400_000,
+    ledgerRecordLimit: 100,
     jobs,
     ...overrides,
   };
@@ -270,6 +271,7 @@ export async function instanceOf(
     time: store.time,
     instance: name,
     ledgerRetentionMs: 86_400_000,
+    ledgerRecordLimit: 100,
     logger,
     emit: emit ?? logSchedulerEvents(logger),
   };

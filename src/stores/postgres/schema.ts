@@ -141,16 +141,18 @@ WHERE key = p_key AND job = p_job AND scheduled_at = ${at};`
 
 /**
  * Drops the job's occurrences older than the retention (by scheduled_at; running ones stay), then
- * the oldest past the record limit, as MemoryLockStore's #trim (needs v_now, p_retention_ms and
- * p_record_limit). The retention is capped at 1e14 ms (3 000 years) so that the cut-off stays a
- * valid timestamp.
+ * the oldest past the record limit, but none younger than p_keep_ms nor a running one, as
+ * MemoryLockStore's #trim (needs v_now, p_retention_ms, p_record_limit and p_keep_ms). Durations
+ * are capped at 1e14 ms (3 000 years) so that the cut-offs stay valid timestamps.
  */
 function trim(t: PostgresTables, indent: string): string {
   return `DELETE FROM ${t.occurrences}
 WHERE key = p_key AND job = p_job AND state <> 'running'
   AND scheduled_at < v_now - least(p_retention_ms, 1e14) * interval '1 millisecond';
 DELETE FROM ${t.occurrences}
-WHERE key = p_key AND job = p_job AND scheduled_at <= (
+WHERE key = p_key AND job = p_job AND state <> 'running'
+  AND scheduled_at < v_now - least(p_keep_ms, 1e14) * interval '1 millisecond'
+  AND scheduled_at <= (
   SELECT scheduled_at FROM ${t.occurrences} WHERE key = p_key AND job = p_job
   ORDER BY scheduled_at DESC OFFSET p_record_limit LIMIT 1
 );`
@@ -374,6 +376,7 @@ END
   return `CREATE OR REPLACE FUNCTION ${t.claim}(
   p_key text, p_job text, p_at_ms float8, p_owner text, p_instance text, p_ttl_ms float8,
   p_overlap text, p_deadline_ms float8, p_manual boolean, p_retention_ms float8, p_record_limit integer,
+  p_keep_ms float8,
   OUT status text, OUT retry_at float8, OUT running_elsewhere boolean, OUT skip_reason text,
   OUT lease_at float8, OUT lease_token bigint, OUT takeover boolean
 ) LANGUAGE plpgsql AS ${dollarQuote(body)}`;
@@ -473,7 +476,7 @@ END
 `;
   return `CREATE OR REPLACE FUNCTION ${t.finish}(
   p_key text, p_job text, p_at_ms float8, p_owner text, p_token bigint, p_overlap text,
-  p_outcome text, p_error text, p_retention_ms float8, p_record_limit integer
+  p_outcome text, p_error text, p_retention_ms float8, p_record_limit integer, p_keep_ms float8
 ) RETURNS bigint LANGUAGE plpgsql AS ${dollarQuote(body)}`;
 }
 
@@ -515,6 +518,9 @@ function createStatements(tables: PostgresTables): string[] {
   reason text,
   PRIMARY KEY (key, job)
 )`,
+    // The functions as they were before p_keep_ms, replaced by the ones below.
+    `DROP FUNCTION IF EXISTS ${tables.claim}(text, text, float8, text, text, float8, text, float8, boolean, float8, integer)`,
+    `DROP FUNCTION IF EXISTS ${tables.finish}(text, text, float8, text, bigint, text, text, text, float8, integer)`,
     claimFunction(tables),
     renewFunction(tables),
     finishFunction(tables),

@@ -10,7 +10,8 @@ import {
   type InstanceRegistry,
   type JobPause,
   type LedgerSkipReason,
-  ledgerRecordLimit,
+  type LedgerTrim,
+  ledgerTrimOf,
   type OccurrenceLease,
   type OverlapPolicy,
   overlapPolicies,
@@ -85,24 +86,25 @@ FROM ${t.leases} WHERE key = $1::text AND owner IS NOT NULL AND expires_at > now
     // reads and writes under the key's row lock, so it runs as PL/pgSQL in the database.
     claim: `SELECT status, retry_at, running_elsewhere, skip_reason, lease_at, lease_token, takeover
 FROM ${t.claim}($1::text, $2::text, $3::float8, $4::text, $5::text, $6::float8, $7::text, $8::float8, $9::boolean,
-  $10::float8, $11::int)`,
+  $10::float8, $11::int, $12::float8)`,
     renewOccurrence: `SELECT ${t.renew}($1::text, $2::text, $3::float8, $4::text, $5::float8, $6::text) AS renewed`,
     finish: `SELECT ${t.finish}($1::text, $2::text, $3::float8, $4::text, $5::bigint, $6::text, $7::text, $8::text,
-  $9::float8, $10::int) AS highest`,
+  $9::float8, $10::int, $11::float8) AS highest`,
     // The batch forms: one statement calls the function once per element of the arrays, in their
     // order (the store sorts them by key: every batch then locks its keys' rows in one order, and
     // two batches cannot deadlock). One transaction: a batch's grants show at its commit.
     claimBatch: `SELECT c.status, c.retry_at, c.running_elsewhere, c.skip_reason, c.lease_at, c.lease_token, c.takeover
 FROM unnest($1::text[], $2::text[], $3::float8[], $4::text[], $5::text[], $6::float8[], $7::text[], $8::float8[],
-  $9::boolean[], $10::float8[]) WITH ORDINALITY
-  AS r(key, job, at_ms, owner, instance, ttl_ms, overlap, deadline_ms, manual, retention_ms, n)
+  $9::boolean[], $10::float8[], $11::int[], $12::float8[]) WITH ORDINALITY
+  AS r(key, job, at_ms, owner, instance, ttl_ms, overlap, deadline_ms, manual, retention_ms, record_limit, keep_ms, n)
 CROSS JOIN LATERAL ${t.claim}(r.key, r.job, r.at_ms, r.owner, r.instance, r.ttl_ms, r.overlap, r.deadline_ms,
-  r.manual, r.retention_ms, $11::int) AS c
+  r.manual, r.retention_ms, r.record_limit, r.keep_ms) AS c
 ORDER BY r.n`,
     finishBatch: `SELECT ${t.finish}(r.key, r.job, r.at_ms, r.owner, r.token, r.overlap, r.outcome, r.error,
-  r.retention_ms, $10::int) AS highest
+  r.retention_ms, r.record_limit, r.keep_ms) AS highest
 FROM unnest($1::text[], $2::text[], $3::float8[], $4::text[], $5::bigint[], $6::text[], $7::text[], $8::text[],
-  $9::float8[]) WITH ORDINALITY AS r(key, job, at_ms, owner, token, overlap, outcome, error, retention_ms, n)
+  $9::float8[], $10::int[], $11::float8[]) WITH ORDINALITY
+  AS r(key, job, at_ms, owner, token, overlap, outcome, error, retention_ms, record_limit, keep_ms, n)
 ORDER BY r.n`,
     runHistory: `SELECT job, ${toMs('scheduled_at')} AS scheduled_at, state, reason, token, instance,
   ${toMs('started_at')} AS started_at, ${toMs('ended_at')} AS ended_at, error, takeovers
@@ -252,7 +254,6 @@ export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry
     }
     this.#ready = !createTable;
     this.#notifications = new ReleaseNotifications(pool, this.#tables, this.#timeoutMs);
-    // The record limit is the same in every call: one parameter of the batch, not an array.
     this.#claims = new CallBatches({
       send: (calls) => this.#sendLedgerCalls('claimOccurrence', this.#sql.claim, this.#sql.claimBatch, calls),
       limits: postgresLedgerBatchLimits,
@@ -324,6 +325,7 @@ export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry
     if (typeof request !== 'object' || request === null) {
       throw new InvalidOptionError('request', request, 'a ClaimRequest');
     }
+    const { recordLimit, keepWithinMs } = ledgerTrimOf(request);
     const job = checkString('request.job', request.job);
     const values = [
       checkString('request.key', request.key),
@@ -342,7 +344,8 @@ export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry
         0,
         maxDurationMs,
       ),
-      ledgerRecordLimit,
+      recordLimit,
+      keepWithinMs,
     ];
     const row = await this.#claims.run(values);
     if (row.status === 'granted') {
@@ -381,12 +384,9 @@ export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry
     return result.rows[0]?.renewed === true;
   }
 
-  async finishOccurrence(
-    lease: OccurrenceLease,
-    result: RunResult,
-    options: { retentionMs?: number } = {},
-  ): Promise<void> {
+  async finishOccurrence(lease: OccurrenceLease, result: RunResult, options: LedgerTrim = {}): Promise<void> {
     checkLease(lease);
+    const { recordLimit, keepWithinMs } = ledgerTrimOf(options);
     if (typeof result !== 'object' || result === null) {
       throw new InvalidOptionError('result', result, 'a RunResult');
     }
@@ -410,7 +410,8 @@ export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry
       result.outcome,
       result.error ?? null,
       retentionMs,
-      ledgerRecordLimit,
+      recordLimit,
+      keepWithinMs,
     ]);
     const highest = answer?.highest;
     if (highest !== null && highest !== undefined) {
@@ -574,7 +575,7 @@ export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry
   }
 
   /**
-   * Ledger calls (each its statement's parameters, the record limit last) as one round trip: a
+   * Ledger calls (each its statement's parameters) as one round trip: a
    * lone one as its statement, more as the statement's batch form, sorted by key (the first
    * parameter) so that every batch locks its keys' rows in the same order; one row per call, in
    * the order of `calls`.
@@ -592,10 +593,10 @@ export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry
       const keyB = calls[b]![0] as string;
       return keyA < keyB ? -1 : keyA > keyB ? 1 : a - b;
     });
-    const columns = calls[0]!.length - 1;
     const values: unknown[] = [];
-    for (let column = 0; column < columns; column++) values.push(order.map((index) => calls[index]![column]));
-    values.push(calls[0]!.at(-1));
+    for (let column = 0; column < calls[0]!.length; column++) {
+      values.push(order.map((index) => calls[index]![column]));
+    }
     const { rows } = await this.#query<R>(operation, batch, values);
     const replies = new Array<R>(calls.length);
     for (const [position, index] of order.entries()) replies[index] = rows[position]!;

@@ -183,8 +183,9 @@ local function giveUp(when, record)
 end
 
 -- Drops records older than the retention (by scheduledAt; never a running one), then the oldest
--- past the record limit: at most 100 looked at, and 100 dropped, per call.
-local function trim(retention, limit)
+-- past the record limit, but none younger than keepWithin nor a running one: at most 100 looked
+-- at, and 100 dropped, of each per call.
+local function trim(retention, limit, keepWithin)
   local function drop(field)
     redis.call('HDEL', KEYS[4], field)
     redis.call('ZREM', KEYS[5], field)
@@ -198,7 +199,11 @@ local function trim(retention, limit)
   end
   local excess = redis.call('ZCARD', KEYS[5]) - limit
   if excess > 0 then
-    for _, field in ipairs(redis.call('ZRANGE', KEYS[5], 0, math.min(excess, 100) - 1)) do drop(field) end
+    local candidates = redis.call('ZRANGEBYSCORE', KEYS[5], '-inf', '(' .. fmt(now - keepWithin), 'LIMIT', 0, math.min(excess, 100))
+    for _, field in ipairs(candidates) do
+      local raw = redis.call('HGET', KEYS[4], field)
+      if not raw or cjson.decode(raw).outcome ~= 'running' then drop(field) end
+    end
   end
 end
 
@@ -217,8 +222,8 @@ end
 `;
 
 /**
- * KEYS 8: the job's pause (see keys.ts). ARGV 5..10: instance, ttl ms, startingDeadlineMs, '1' for
- * a manual run, retention ms, record limit. Returns { 'granted', scheduledAt, token, 1 for a takeover } | { 'wait', retryAt, 1 when
+ * KEYS 8: the job's pause (see keys.ts). ARGV 5..11: instance, ttl ms, startingDeadlineMs, '1' for
+ * a manual run, retention ms, record limit, keep-within ms (see `LedgerTrim`). Returns { 'granted', scheduledAt, token, 1 for a takeover } | { 'wait', retryAt, 1 when
  * running elsewhere } | { 'skipped', reason }. Recording a skip trims, as a finish does.
  */
 const claimOccurrenceScript = `${ledgerPrelude}
@@ -275,7 +280,7 @@ local function skip(reason)
   local field = fmt(at)
   redis.call('ZREM', KEYS[6], field)
   put(at, { job = job, scheduledAt = field, outcome = 'skipped', reason = reason, endedAt = fmt(now), instance = instance })
-  trim(tonumber(ARGV[9]), tonumber(ARGV[10]))
+  trim(tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11]))
   return { 'skipped', reason }
 end
 
@@ -385,10 +390,11 @@ return 1
 `;
 
 /**
- * ARGV 5..11: token, outcome, '1' when an error message follows, error, retention ms, record
- * limit, the key's release channel (the release wakes the key's waiters). Returns nil when recorded, or the occurrence's highest token when `token` is lower (then only
- * the release was written). Then drops records older than the retention, and the oldest past the
- * record limit, at most 100 of each per call.
+ * ARGV 5..12: token, outcome, '1' when an error message follows, error, retention ms, record
+ * limit, the key's release channel (the release wakes the key's waiters), keep-within ms. Returns
+ * nil when recorded, or the occurrence's highest token when `token` is lower (then only the
+ * release was written). Then trims the job's records (see `LedgerTrim`), at most 100 of each kind
+ * per call.
  */
 const finishOccurrenceScript = `${ledgerPrelude}
 local token, outcome = tonumber(ARGV[5]), ARGV[6]
@@ -401,7 +407,7 @@ if record and record.cancelled and outcome == 'failure' then
 else
   finish(at, outcome, ARGV[7] == '1' and ARGV[8] or nil)
 end
-trim(tonumber(ARGV[9]), tonumber(ARGV[10]))
+trim(tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[12]))
 return false
 `;
 
@@ -538,10 +544,10 @@ export const storeScripts = {
   releaseBatch: new StoreScript(releaseBatchScript, 1),
   inspect: new StoreScript(inspectScript, 2),
   claimOccurrence: new StoreScript(claimOccurrenceScript, 8),
-  claimOccurrenceBatch: new StoreScript(batchOf(claimOccurrenceScript, 8, 10), 8),
+  claimOccurrenceBatch: new StoreScript(batchOf(claimOccurrenceScript, 8, 11), 8),
   renewOccurrence: new StoreScript(renewOccurrenceScript, 7),
   finishOccurrence: new StoreScript(finishOccurrenceScript, 7),
-  finishOccurrenceBatch: new StoreScript(batchOf(finishOccurrenceScript, 7, 11), 7),
+  finishOccurrenceBatch: new StoreScript(batchOf(finishOccurrenceScript, 7, 12), 7),
   runHistory: new StoreScript(runHistoryScript, 2),
   lastCompleted: new StoreScript(lastCompletedScript, 1),
   pauseJob: new StoreScript(pauseJobScript, 1),

@@ -10,7 +10,8 @@ import {
   type InstanceRegistry,
   type JobPause,
   type LedgerSkipReason,
-  ledgerRecordLimit,
+  type LedgerTrim,
+  ledgerTrimOf,
   type OccurrenceLease,
   type OverlapPolicy,
   overlapPolicies,
@@ -294,6 +295,7 @@ export class RedisLockStore implements LockStore, RunLedger, InstanceRegistry {
       throw new InvalidOptionError('startingDeadlineMs', startingDeadlineMs, 'a number of ms >= 0');
     }
     const retentionMs = checkRetention(request.retentionMs);
+    const { recordLimit, keepWithinMs } = ledgerTrimOf(request);
     const reply = (await this.#claims.run({
       key,
       keys: [...this.#keys.ledger(key, job), this.#keys.paused(key, job)],
@@ -307,7 +309,8 @@ export class RedisLockStore implements LockStore, RunLedger, InstanceRegistry {
         startingDeadlineMs,
         request.manual ? '1' : '0',
         retentionMs,
-        ledgerRecordLimit,
+        recordLimit,
+        keepWithinMs,
       ],
     })) as [string, string | number, number?, number?];
     switch (reply[0]) {
@@ -339,12 +342,9 @@ export class RedisLockStore implements LockStore, RunLedger, InstanceRegistry {
    * `StaleTokenError` (only the release is written). Then drops records older than `retentionMs`
    * and the oldest past `ledgerRecordLimit`, at most 100 of each per call.
    */
-  async finishOccurrence(
-    lease: OccurrenceLease,
-    result: RunResult,
-    options: { retentionMs?: number } = {},
-  ): Promise<void> {
+  async finishOccurrence(lease: OccurrenceLease, result: RunResult, options: LedgerTrim = {}): Promise<void> {
     const leaseArguments = this.#leaseArguments(lease);
+    const { recordLimit, keepWithinMs } = ledgerTrimOf(options);
     checkToken(lease.token, 'lease.token');
     if (result?.outcome !== 'success' && result?.outcome !== 'failure') {
       throw new InvalidOptionError('result.outcome', result?.outcome, "'success' or 'failure'");
@@ -364,8 +364,9 @@ export class RedisLockStore implements LockStore, RunLedger, InstanceRegistry {
         result.error === undefined ? '0' : '1',
         result.error ?? '',
         retentionMs,
-        ledgerRecordLimit,
+        recordLimit,
         this.#keys.released(lease.key),
+        keepWithinMs,
       ],
     });
     if (highest !== null) throw new StaleTokenError(lease.job, lease.token, Number(highest));

@@ -8,8 +8,9 @@ import {
   type InstanceRegistry,
   type JobPause,
   type LedgerSkipReason,
+  type LedgerTrim,
   ledgerDefaultRetentionMs,
-  ledgerRecordLimit,
+  ledgerTrimOf,
   type OccurrenceLease,
   type RegisteredInstance,
   type RunLedger,
@@ -170,11 +171,8 @@ export class MemoryLockStore extends MemoryLeaseStore implements RunLedger, Inst
     return true;
   }
 
-  async finishOccurrence(
-    lease: OccurrenceLease,
-    result: RunResult,
-    options: { retentionMs?: number } = {},
-  ): Promise<void> {
+  async finishOccurrence(lease: OccurrenceLease, result: RunResult, options: LedgerTrim = {}): Promise<void> {
+    const trim = ledgerTrimOf(options);
     const now = this.time.now();
     const ledger = this.#ledger(lease.key, lease.job);
     const entry = ledger.entries.get(lease.scheduledAt);
@@ -191,7 +189,7 @@ export class MemoryLockStore extends MemoryLeaseStore implements RunLedger, Inst
       now,
       cancelled ? { outcome: 'failure', error: cancelledMessage } : result,
     );
-    this.#trim(ledger, now - (options.retentionMs ?? ledgerDefaultRetentionMs));
+    this.#trim(ledger, now, { ...trim, retentionMs: options.retentionMs ?? ledgerDefaultRetentionMs });
   }
 
   async runHistory(job: string, options: { key?: string; limit?: number } = {}): Promise<RunRecord[]> {
@@ -344,7 +342,10 @@ export class MemoryLockStore extends MemoryLeaseStore implements RunLedger, Inst
     };
     this.#setSkipped(entry, reason, now);
     ledger.entries.set(request.scheduledAt, entry);
-    this.#trim(ledger, now - (request.retentionMs ?? ledgerDefaultRetentionMs));
+    this.#trim(ledger, now, {
+      ...ledgerTrimOf(request),
+      retentionMs: request.retentionMs ?? ledgerDefaultRetentionMs,
+    });
     return { status: 'skipped', reason };
   }
 
@@ -386,19 +387,27 @@ export class MemoryLockStore extends MemoryLeaseStore implements RunLedger, Inst
     }
   }
 
-  /** Drops records older than `oldestKept` (by scheduledAt), then the oldest past the record limit. */
-  #trim(ledger: JobLedger, oldestKept: number): void {
-    for (const [at, entry] of ledger.entries) {
-      if (at < oldestKept && entry.record.outcome !== 'running') {
-        ledger.entries.delete(at);
-        this.#dequeue(ledger, at);
-      }
-    }
-    if (ledger.entries.size <= ledgerRecordLimit) return;
-    const oldest = [...ledger.entries.keys()].sort((a, b) => a - b);
-    for (const at of oldest.slice(0, ledger.entries.size - ledgerRecordLimit)) {
+  /** Drops what {@link LedgerTrim} says: past the retention, then the oldest past the record limit. */
+  #trim(
+    ledger: JobLedger,
+    now: number,
+    trim: { retentionMs: number; recordLimit: number; keepWithinMs: number },
+  ): void {
+    const drop = (at: number) => {
       ledger.entries.delete(at);
       this.#dequeue(ledger, at);
+    };
+    for (const [at, entry] of ledger.entries) {
+      if (at < now - trim.retentionMs && entry.record.outcome !== 'running') drop(at);
+    }
+    let excess = ledger.entries.size - trim.recordLimit;
+    if (excess <= 0) return;
+    const oldest = [...ledger.entries.keys()].sort((a, b) => a - b);
+    for (const at of oldest) {
+      if (excess === 0 || at >= now - trim.keepWithinMs) break;
+      if (ledger.entries.get(at)!.record.outcome === 'running') continue;
+      drop(at);
+      excess--;
     }
   }
 }

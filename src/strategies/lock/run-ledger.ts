@@ -116,6 +116,26 @@ export interface ClaimRequest {
   readonly manual?: boolean;
   /** Records older than this (by `scheduledAt`, store clock) are dropped. Defaults to 7 days. */
   readonly retentionMs?: number;
+  /** How many records the job keeps at most, besides those within `keepWithinMs` (see {@link LedgerTrim}). */
+  readonly recordLimit?: number;
+  /** Records of occurrences younger than this are kept whatever `recordLimit` says (see {@link LedgerTrim}). */
+  readonly keepWithinMs?: number;
+}
+
+/**
+ * What a finish (and a claim that records a skip) drops of the job's records: those older than
+ * `retentionMs` (by `scheduledAt`, store clock; never a `running` one), then the oldest past
+ * `recordLimit`, but never one younger than `keepWithinMs` nor a `running` one: a fire may still
+ * claim such an occurrence, and only its record keeps it from running twice. The runner passes the
+ * job's longest window (its starting deadline or catch-up window) as `keepWithinMs`.
+ */
+export interface LedgerTrim {
+  /** Defaults to 7 days. */
+  readonly retentionMs?: number;
+  /** Defaults to {@link ledgerRecordLimit} (100). */
+  readonly recordLimit?: number;
+  /** Defaults to {@link ledgerDefaultKeepWithinMs} (1 min, the default starting deadline). */
+  readonly keepWithinMs?: number;
 }
 
 /**
@@ -181,11 +201,7 @@ export interface RunLedger {
    * Records the run's end and releases the lease. Throws `StaleTokenError` (writing nothing but the
    * release) when a later claim of the occurrence holds a higher token.
    */
-  finishOccurrence(
-    lease: OccurrenceLease,
-    result: RunResult,
-    options?: { retentionMs?: number },
-  ): Promise<void>;
+  finishOccurrence(lease: OccurrenceLease, result: RunResult, options?: LedgerTrim): Promise<void>;
   /** The job's occurrences, newest `scheduledAt` first (at most `limit`, default 20). */
   runHistory(job: string, options?: { key?: string; limit?: number }): Promise<RunRecord[]>;
   /** The latest occurrence that succeeded, within retention, or `undefined`. */
@@ -235,9 +251,25 @@ export function hasJobPauses<S extends object>(store: S): store is S & PausableR
   );
 }
 
-/** How many records a job keeps at most, whatever the retention: about 2.8 h of an every-second job. */
-export const ledgerRecordLimit = 10_000;
+/**
+ * How many records a job keeps by default, besides those still inside their window (see
+ * {@link LedgerTrim}): its recent history, as `resil jobs history` shows it.
+ */
+export const ledgerRecordLimit = 100;
 export const ledgerDefaultRetentionMs = 7 * 86_400_000;
+export const ledgerDefaultKeepWithinMs = 60_000;
+/** `recordLimit` and `keepWithinMs` checked for a store: whole numbers >= 1 and >= 0. */
+export function ledgerTrimOf(options: LedgerTrim): { recordLimit: number; keepWithinMs: number } {
+  const recordLimit = options.recordLimit ?? ledgerRecordLimit;
+  if (!Number.isSafeInteger(recordLimit) || recordLimit < 1) {
+    throw new InvalidOptionError('recordLimit', recordLimit, 'a whole number >= 1');
+  }
+  const keepWithinMs = options.keepWithinMs ?? ledgerDefaultKeepWithinMs;
+  if (!(keepWithinMs >= 0) || !Number.isFinite(keepWithinMs)) {
+    throw new InvalidOptionError('keepWithinMs', keepWithinMs, 'a number of ms >= 0');
+  }
+  return { recordLimit, keepWithinMs };
+}
 
 /** What a running instance (`resil run`) says about itself in {@link InstanceRegistry.registerInstance}. */
 export interface InstanceInfo {
