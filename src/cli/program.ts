@@ -6,7 +6,7 @@ import { registerInstancesCommand } from './commands/instances.ts';
 import { registerJobsCommands } from './commands/jobs.ts';
 import { registerLockCommands } from './commands/lock.ts';
 import { registerRunCommand } from './commands/run.ts';
-import type { Styles } from './output.ts';
+import type { Styles, TextOutput } from './output.ts';
 
 /** What every command receives from the program around it. */
 export interface CommandHelpers {
@@ -17,10 +17,13 @@ export interface CommandHelpers {
    * command returns.
    */
   loadConfig(): Promise<ResolvedConfig>;
-  /** Where command output goes (`--json` documents, tables, logs). */
-  readonly stdout: NodeJS.WriteStream;
-  /** Where warnings and errors go. */
-  readonly stderr: NodeJS.WriteStream;
+  /**
+   * Where command output goes (`--json` documents, tables). Control characters written to it are
+   * shown escaped (`printableOutput`), whatever their source; logs go to the process's stdout.
+   */
+  readonly stdout: TextOutput;
+  /** Where warnings and errors go, escaped as `stdout` is. */
+  readonly stderr: TextOutput;
   /** Colours for human output on stdout: off unless stdout is a terminal, and off under NO_COLOR. */
   readonly styles: Styles;
   /** Colours for stderr. */

@@ -2,6 +2,7 @@ import { hostname } from 'node:os';
 import type { Command } from 'commander';
 import type { ResolvedConfig } from '../../scheduler/job.ts';
 import { hasInstanceRegistry, type InstanceRegistry } from '../../strategies/lock/run-ledger.ts';
+import type { TextOutput } from '../output.ts';
 import { untilStopped } from '../stop-signals.ts';
 import { resolveLogLevel } from '../usage-error.ts';
 
@@ -9,7 +10,7 @@ import { resolveLogLevel } from '../usage-error.ts';
 export interface RunCommandHelpers {
   /** Loads the config (`--config <file>` or found from the working directory). Throws `ConfigError`. */
   loadConfig(options?: object): Promise<ResolvedConfig>;
-  readonly stderr?: NodeJS.WritableStream;
+  readonly stderr?: TextOutput;
   /** The process's exit code once the action returns. Defaults to setting `process.exitCode`. */
   setExitCode?(code: number): void;
 }
