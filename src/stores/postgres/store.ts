@@ -25,7 +25,15 @@ import { postgresLockStoreDefaults } from './defaults.ts';
 import { storeUnavailable } from './errors.ts';
 import type { PostgresLockStoreOptions } from './options.ts';
 import { ReleaseNotifications } from './release-notifications.ts';
-import { literal, type PostgresTables, resolveTables, setupSql, someoneWaitsOn, toMs } from './schema.ts';
+import {
+  literal,
+  type PostgresTables,
+  resolveTables,
+  setupSql,
+  someoneWaitsOn,
+  toMs,
+  toWholeMs,
+} from './schema.ts';
 
 const msInterval = (parameter: string) => `${parameter}::float8 * interval '1 millisecond'`;
 
@@ -78,7 +86,7 @@ FROM ${t.claim}($1::text, $2::text, $3::float8, $4::text, $5::text, $6::float8, 
     finish: `SELECT ${t.finish}($1::text, $2::text, $3::float8, $4::text, $5::bigint, $6::text, $7::text, $8::text,
   $9::float8, $10::int) AS highest`,
     runHistory: `SELECT job, ${toMs('scheduled_at')} AS scheduled_at, state, reason, token, instance,
-  ${toMs('started_at')} AS started_at, ${toMs('ended_at')} AS ended_at, error, takeovers
+  ${toWholeMs('started_at')} AS started_at, ${toWholeMs('ended_at')} AS ended_at, error, takeovers
 FROM ${t.occurrences} WHERE key = $1::text AND job = $2::text
 ORDER BY scheduled_at DESC LIMIT $3::int`,
     lastCompleted: `SELECT ${toMs('max(scheduled_at)')} AS last
@@ -89,7 +97,7 @@ VALUES ($1::text, $2::text, now(), $3::text, $4::text)
 ON CONFLICT (key, job) DO UPDATE
   SET paused_at = EXCLUDED.paused_at, paused_by = EXCLUDED.paused_by, reason = EXCLUDED.reason`,
     resumeJob: `DELETE FROM ${t.pauses} WHERE key = $1::text AND job = $2::text`,
-    pauseOf: `SELECT floor(extract(epoch FROM paused_at) * 1000)::float8 AS paused_at, paused_by, reason
+    pauseOf: `SELECT ${toWholeMs('paused_at')} AS paused_at, paused_by, reason
 FROM ${t.pauses} WHERE key = $1::text AND job = $2::text`,
     // A heartbeat also drops the rows of instances that expired, so the table stays the fleet's size.
     registerInstance: `WITH expired AS (
@@ -105,7 +113,7 @@ ON CONFLICT (instance) DO UPDATE
     expires_at = EXCLUDED.expires_at`,
     removeInstance: `DELETE FROM ${t.instances} WHERE instance = $1::text`,
     listInstances: `SELECT instance, host, pid, version, round(extract(epoch FROM started_at) * 1000)::float8 AS started_at,
-  jobs, clock_offset_ms, floor(extract(epoch FROM last_seen_at) * 1000)::float8 AS last_seen_at
+  jobs, clock_offset_ms, ${toWholeMs('last_seen_at')} AS last_seen_at
 FROM ${t.instances} WHERE expires_at > now() ORDER BY instance`,
   };
 }
