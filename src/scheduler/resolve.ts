@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import { Cron } from 'croner';
-import { formatDuration, parseDuration } from '../pipeline/duration.ts';
+import { formatDuration, parseDuration, parsePositiveDuration } from '../pipeline/duration.ts';
 import { isInvalidOptionError } from '../pipeline/errors.ts';
 import type { TelemetryListener } from '../pipeline/strategy.ts';
 import { systemTimeProvider } from '../pipeline/time.ts';
@@ -106,12 +106,7 @@ function duration(
   options: { positive: boolean },
 ): number | undefined {
   try {
-    const ms = parseDuration(value, option);
-    if (options.positive && ms === 0) {
-      report({ option, value, message: `expected a duration greater than 0, ${got(value)}` });
-      return undefined;
-    }
-    return ms;
+    return options.positive ? parsePositiveDuration(value, option) : parseDuration(value, option);
   } catch (error) {
     if (!isInvalidOptionError(error)) throw error;
     report({ option, value, message: `expected ${error.expected}, ${got(value)}` });

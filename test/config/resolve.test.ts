@@ -158,7 +158,7 @@ describe('validation', () => {
       expect.stringMatching(
         /^\/project\/resil.config.ts: job "jobs\[2\]": cannot load job module "not-a-module-path-but-a-string.js": /,
       ),
-      `${file}: job "a": option "lock.ttl": expected a duration greater than 0, got 0`,
+      `${file}: job "a": option "lock.ttl": expected a duration > 0: milliseconds or a string such as '250ms', '30s', '5m', '1h', got 0`,
       `${file}: job "a": option "enabled": expected true or false, got "yes"`,
       `${file}: job "b": option "run": expected a function, got "nope"`,
       `${file}: job "b": option "schedule": expected a cron expression string, got 5`,
@@ -192,7 +192,7 @@ describe('validation', () => {
         ],
       }),
     ).toEqual([
-      `${file}: job "zero": option "jitter": expected a duration greater than 0, got 0`,
+      `${file}: job "zero": option "jitter": expected a duration > 0: milliseconds or a string such as '250ms', '30s', '5m', '1h', got 0`,
       expect.stringMatching(
         /^\/project\/resil.config.ts: job "word": option "jitter": expected .*got "soon"$/,
       ),
