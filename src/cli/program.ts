@@ -67,8 +67,9 @@ found from the working directory up to the project root, or given with --config.
 
 Exit codes (each command's --help says which it uses):
   0    success (and help: \`resil\`, \`resil jobs\` or \`resil lock\` alone print their help)
-  1    failure: the job failed (jobs run), the store is unreachable, or a command that needs
-       a shared store (jobs pause/resume, instances) is given the in-memory one
+  1    failure: the job failed (jobs run), the store is unreachable (every command; jobs run
+       then says "not run"), or a command that needs a shared store (jobs pause/resume,
+       instances) is given the in-memory one
   2    usage error (unknown command, option or job, a bad value such as --limit or
        --log-level) or bad config
   3    jobs run: skipped, because its lock is held elsewhere or it is paused (without --force)
