@@ -557,13 +557,20 @@ function serverMs(seconds: string, microseconds: string): number {
 }
 
 /**
- * Keys go inside a `{...}` hash tag. An empty one, or one starting with `}`, would make the tag
- * empty, so Redis Cluster would hash the whole key and the lease and token keys could land in
- * different slots.
+ * Lock keys and fenced resources go inside a `{...}` hash tag, which the first `}` ends. An empty
+ * one would make the tag empty (Redis Cluster would then hash the whole key, and the lease and
+ * token keys could land in different slots). One containing `}` would make its keys ambiguous: the
+ * value `v}:lease` of the resource `r` is `{r}:value:v}:lease`, the lease of the lock key
+ * `r}:value:v`. Without `}`, the tag is exactly the key, and distinct keys never share a Redis key.
+ * (A `{` inside the tag is harmless: Redis reads the tag up to the first `}`.)
  */
 function checkKey(key: string, name = 'key'): string {
-  if (typeof key !== 'string' || key.length === 0 || key.charCodeAt(0) === 125) {
-    throw new InvalidOptionError(name, key, "a non-empty string that does not start with '}'");
+  if (typeof key !== 'string' || key.length === 0 || key.includes('}')) {
+    throw new InvalidOptionError(
+      name,
+      key,
+      "a non-empty string without '}' (it would end the {...} hash tag the store puts the key in)",
+    );
   }
   return key;
 }

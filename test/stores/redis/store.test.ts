@@ -155,6 +155,34 @@ describe.skipIf(privateRedisUnavailableReason())('RedisLockStore on a private Re
     await server?.stop();
   });
 
+  it("refuses a lock key, ledger key or resource with '}', so that no two names share a Redis key", async () => {
+    const store = new RedisLockStore(client, { prefix: 'braces:' });
+    // The value 'v}:lease' of the resource 'r' is written at {r}:value:v}:lease ...
+    await store.fencedSet('r', 1, 'v}:lease', 'x');
+    expect(await admin.get('braces:{r}:value:v}:lease')).toBe('x');
+    // ... which would be the lease of the lock key 'r}:value:v': held forever, by nobody.
+    for (const key of ['r}:value:v', 'a}', 'a}b']) {
+      const refused = await store.acquire(key, 'owner', ttl).catch((error: unknown) => error);
+      expect(isInvalidOptionError(refused), String(refused)).toBe(true);
+      expect(refused).toMatchObject({ option: 'key', value: key });
+      expect((refused as Error).message).toContain("without '}'");
+    }
+    await expect(store.fencedSet('r}:x', 1, 'v', 'x')).rejects.toMatchObject({ option: 'resource' });
+    await expect(store.fencedGet('r}:x', 'v')).rejects.toMatchObject({ option: 'resource' });
+    await expect(claimOf(store, { job: 'report', key: 'report}:occ:x' })).rejects.toMatchObject({
+      option: 'key',
+    });
+    // A job name without a key of its own is the key.
+    await expect(claimOf(store, { job: 'n}:occ:n' })).rejects.toMatchObject({ option: 'key' });
+    await expect(store.runHistory('n', { key: 'n}' })).rejects.toMatchObject({ option: 'key' });
+    // A '{' is no delimiter inside the tag: such a key works and stays apart from its neighbours.
+    const token = await store.acquire('{r', 'owner', ttl);
+    expect(token).toBeGreaterThan(0);
+    expect(await store.acquire('r', 'owner', ttl)).toBeGreaterThan(0);
+    expect(await admin.exists('braces:{{r}:lease', 'braces:{r}:lease')).toBe(2);
+    await admin.del(...(await scanKeys(admin, 'braces:*')));
+  });
+
   it("puts every key it writes under the prefix, a lock's and its occurrences' under the lease key's hash tag", async () => {
     const store = new RedisLockStore(client, { prefix: 'billing:' });
     const token = await store.acquire('nightly', 'a', ttl);
