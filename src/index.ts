@@ -100,6 +100,8 @@ export type {
 export { hedgingStrategy } from './strategies/hedging/strategy.ts';
 export { lockDefaults } from './strategies/lock/defaults.ts';
 export {
+  InvalidKeyError,
+  isInvalidKeyError,
   isLockLostError,
   isLockNotAcquiredError,
   isStaleTokenError,

@@ -7,7 +7,7 @@ import type { TelemetryEvent, TelemetryListener } from '../pipeline/strategy.ts'
 import type { TimeProvider } from '../pipeline/time.ts';
 import { delay } from '../pipeline/time.ts';
 import { lockTiming } from '../strategies/lock/defaults.ts';
-import { isLockNotAcquiredError, isStaleTokenError } from '../strategies/lock/errors.ts';
+import { isInvalidKeyError, isLockNotAcquiredError, isStaleTokenError } from '../strategies/lock/errors.ts';
 import { randomOwnerId } from '../strategies/lock/owner-id.ts';
 import { ReleaseWakeUp } from '../strategies/lock/release-wake-up.ts';
 import type { ClaimResult, RunLedger } from '../strategies/lock/run-ledger.ts';
@@ -235,6 +235,8 @@ export class JobFirer {
             retentionMs: this.#environment.ledgerRetentionMs,
           });
         } catch (error) {
+          // A key the store cannot keep fails the same way every time: a failure, not an outage.
+          if (isInvalidKeyError(error)) return { outcome: 'failure', error };
           return { outcome: 'skipped', reason: 'store-unavailable', error };
         }
         if (claim.status === 'skipped') return { outcome: 'skipped', reason: claim.reason };
@@ -369,6 +371,7 @@ export class JobFirer {
     if (signal?.aborted && error === signal.reason)
       return { outcome: 'skipped', reason: 'shutdown', ...base };
     if (isLockNotAcquiredError(error)) return { outcome: 'skipped', reason: 'overlap', ...base };
+    if (isInvalidKeyError(error)) return { outcome: 'failure', error, ...base };
     return { outcome: 'skipped', reason: 'store-unavailable', error, ...base };
   }
 

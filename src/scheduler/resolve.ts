@@ -5,6 +5,7 @@ import { formatDuration, parseDuration, parsePositiveDuration } from '../pipelin
 import { isInvalidOptionError } from '../pipeline/errors.ts';
 import type { TelemetryListener } from '../pipeline/strategy.ts';
 import { systemTimeProvider } from '../pipeline/time.ts';
+import { isInvalidKeyError } from '../strategies/lock/errors.ts';
 import { MemoryLockStore } from '../strategies/lock/memory-store.ts';
 import { type OverlapPolicy, overlapPolicies } from '../strategies/lock/run-ledger.ts';
 import type { LockStore } from '../strategies/lock/store.ts';
@@ -13,13 +14,14 @@ import { retryStrategy } from '../strategies/retry/strategy.ts';
 import { ConfigError, type ConfigProblem, got } from './config-error.ts';
 import { describeError } from './credentials.ts';
 import { closestName } from './did-you-mean.ts';
-import type {
-  JobDefinition,
-  JobLockOptions,
-  ResilConfig,
-  ResolvedConfig,
-  ResolvedJob,
-  SchedulerTelemetry,
+import {
+  type JobDefinition,
+  type JobLockOptions,
+  ledgerKeyOf,
+  type ResilConfig,
+  type ResolvedConfig,
+  type ResolvedJob,
+  type SchedulerTelemetry,
 } from './job.ts';
 import { configDefaults } from './job-defaults.ts';
 import { isValidTimezone, pausedCronOptions } from './timezone.ts';
@@ -111,6 +113,29 @@ function duration(
     if (!isInvalidOptionError(error)) throw error;
     report({ option, value, message: `expected ${error.expected}, ${got(value)}` });
     return undefined;
+  }
+}
+
+/**
+ * The problem with the key the store keeps `job`'s runs and lease under (`lock.key`, else its
+ * name), when the store cannot keep it (`LockStore.checkKey`): refused at load, so that such a job
+ * does not fail every fire.
+ */
+function refusedKey(
+  store: LockStore,
+  job: ResolvedJob,
+): Pick<ConfigProblem, 'option' | 'value' | 'message'> | undefined {
+  const key = ledgerKeyOf(job);
+  try {
+    store.checkKey?.(key);
+    return undefined;
+  } catch (error) {
+    if (!isInvalidKeyError(error)) throw error;
+    return {
+      option: key === job.name ? 'name' : 'lock.key',
+      value: key,
+      message: `${error.store} cannot keep it as a key: ${error.reason}, ${got(key)}`,
+    };
   }
 }
 
@@ -617,7 +642,13 @@ export function resolveConfigSync(
           return;
         }
       }
-      if (job !== undefined) jobs.push(job);
+      if (job === undefined) return;
+      const refused = store === undefined ? undefined : refusedKey(store, job);
+      if (refused !== undefined) {
+        problems.push({ file, job: job.name, ...refused });
+        return;
+      }
+      jobs.push(job);
     });
   }
 

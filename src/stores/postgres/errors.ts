@@ -1,4 +1,6 @@
-import { StoreUnavailableError } from '../../strategies/lock/errors.ts';
+import { InvalidOptionError } from '../../pipeline/errors.ts';
+import { InvalidKeyError, StoreUnavailableError } from '../../strategies/lock/errors.ts';
+import { storeKeyByteLimit } from '../../strategies/lock/store.ts';
 import { redactCredentials } from '../credentials.ts';
 
 interface PgErrorFields {
@@ -29,4 +31,21 @@ export function storeUnavailable(operation: string, error: unknown): StoreUnavai
     `PostgreSQL lock store: ${operation} failed: ${message}${code ? ` (${code})` : ''}.${hint}`,
     fromServer ? { cause: error } : undefined,
   );
+}
+
+/**
+ * A key, job name or fenced resource as the tables keep it: text without NUL (PostgreSQL's text
+ * cannot hold one), at most {@link storeKeyByteLimit} bytes of UTF-8 (an index row's limit).
+ * Otherwise `InvalidKeyError`: refused before the database, not taken for an outage.
+ */
+export function checkStoredKey(option: string, value: unknown): string {
+  const refuse = (reason: string) => new InvalidKeyError('PostgresLockStore', option, value, reason);
+  if (typeof value !== 'string') throw new InvalidOptionError(option, value, 'a string');
+  if (value.includes('\u0000'))
+    throw refuse('it contains a NUL character, which PostgreSQL text cannot hold');
+  const bytes = Buffer.byteLength(value);
+  if (bytes > storeKeyByteLimit) {
+    throw refuse(`it is ${bytes} bytes of UTF-8; the limit is ${storeKeyByteLimit}`);
+  }
+  return value;
 }

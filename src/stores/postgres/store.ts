@@ -22,7 +22,7 @@ import {
 } from '../../strategies/lock/run-ledger.ts';
 import type { LeaseInfo, LockStore } from '../../strategies/lock/store.ts';
 import { postgresLockStoreDefaults } from './defaults.ts';
-import { storeUnavailable } from './errors.ts';
+import { checkStoredKey, storeUnavailable } from './errors.ts';
 import type { PostgresLockStoreOptions } from './options.ts';
 import { ReleaseNotifications } from './release-notifications.ts';
 import {
@@ -150,8 +150,8 @@ function checkLease(lease: OccurrenceLease): void {
   if (typeof lease !== 'object' || lease === null) {
     throw new InvalidOptionError('lease', lease, 'an OccurrenceLease');
   }
-  checkString('lease.job', lease.job);
-  checkString('lease.key', lease.key);
+  checkStoredKey('lease.job', lease.job);
+  checkStoredKey('lease.key', lease.key);
   checkString('lease.owner', lease.owner);
   checkEpochMs('lease.scheduledAt', lease.scheduledAt);
   checkOverlap('lease.overlap', lease.overlap);
@@ -236,18 +236,29 @@ export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry
     }
   }
 
+  /**
+   * Throws `InvalidKeyError` unless the tables can keep `key`: no NUL character, at most 1000
+   * bytes of UTF-8.
+   */
+  checkKey(key: string): void {
+    checkStoredKey('key', key);
+  }
+
   async acquire(key: string, owner: string, ttlMs: number): Promise<number | undefined> {
+    checkStoredKey('key', key);
     const result = await this.#query<{ token: string }>('acquire', this.#sql.acquire, [key, owner, ttlMs]);
     const row = result.rows[0];
     return row === undefined ? undefined : Number(row.token);
   }
 
   async renew(key: string, owner: string, ttlMs: number): Promise<boolean> {
+    checkStoredKey('key', key);
     const result = await this.#query('renew', this.#sql.renew, [key, owner, ttlMs]);
     return result.rowCount === 1;
   }
 
   async release(key: string, owner: string): Promise<void> {
+    checkStoredKey('key', key);
     await this.#query('release', this.#sql.release, [key, owner]);
   }
 
@@ -260,7 +271,7 @@ export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry
    * down only costs the waiter's next poll.
    */
   onRelease(key: string, listener: () => void): () => void {
-    return this.#notifications.subscribe(checkString('key', key), listener);
+    return this.#notifications.subscribe(checkStoredKey('key', key), listener);
   }
 
   /**
@@ -272,6 +283,7 @@ export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry
   }
 
   async inspect(key: string): Promise<LeaseInfo | undefined> {
+    checkStoredKey('key', key);
     const result = await this.#query<{ owner: string; token: string; expires_at: number }>(
       'inspect',
       this.#sql.inspect,
@@ -292,9 +304,9 @@ export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry
     if (typeof request !== 'object' || request === null) {
       throw new InvalidOptionError('request', request, 'a ClaimRequest');
     }
-    const job = checkString('request.job', request.job);
+    const job = checkStoredKey('request.job', request.job);
     const values = [
-      checkString('request.key', request.key),
+      checkStoredKey('request.key', request.key),
       job,
       checkEpochMs('request.scheduledAt', request.scheduledAt),
       checkString('request.owner', request.owner),
@@ -396,8 +408,8 @@ export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry
   }
 
   async runHistory(job: string, options: { key?: string; limit?: number } = {}): Promise<RunRecord[]> {
-    checkString('job', job);
-    const key = checkString('key', options.key ?? job);
+    checkStoredKey('job', job);
+    const key = checkStoredKey('key', options.key ?? job);
     const limit = checkCount('limit', options.limit ?? postgresLockStoreDefaults.historyLimit, 0);
     const result = await this.#query<{
       job: string;
@@ -428,8 +440,8 @@ export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry
   }
 
   async lastCompleted(job: string, options: { key?: string } = {}): Promise<number | undefined> {
-    checkString('job', job);
-    const key = checkString('key', options.key ?? job);
+    checkStoredKey('job', job);
+    const key = checkStoredKey('key', options.key ?? job);
     const result = await this.#query<{ last: number | null }>('lastCompleted', this.#sql.lastCompleted, [
       key,
       job,
@@ -440,22 +452,22 @@ export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry
 
   /** Pauses the job under `key` fleet-wide, at the database's clock (see `RunLedger.pauseJob`). */
   async pauseJob(job: string, options: { key: string; by: string; reason?: string }): Promise<void> {
-    checkString('job', job);
-    const key = checkString('key', options?.key);
+    checkStoredKey('job', job);
+    const key = checkStoredKey('key', options?.key);
     const by = checkString('by', options.by);
     const reason = options.reason === undefined ? null : checkString('reason', options.reason);
     await this.#query('pauseJob', this.#sql.pauseJob, [key, job, by, reason]);
   }
 
   async resumeJob(job: string, options: { key: string }): Promise<void> {
-    checkString('job', job);
-    const key = checkString('key', options?.key);
+    checkStoredKey('job', job);
+    const key = checkStoredKey('key', options?.key);
     await this.#query('resumeJob', this.#sql.resumeJob, [key, job]);
   }
 
   async pauseOf(job: string, options: { key: string }): Promise<JobPause | undefined> {
-    checkString('job', job);
-    const key = checkString('key', options?.key);
+    checkStoredKey('job', job);
+    const key = checkStoredKey('key', options?.key);
     const result = await this.#query<{ paused_at: number; paused_by: string; reason: string | null }>(
       'pauseOf',
       this.#sql.pauseOf,

@@ -1,7 +1,7 @@
 import type { Cluster, Redis } from 'ioredis';
 import { parseDuration } from '../../pipeline/duration.ts';
 import { InvalidOptionError } from '../../pipeline/errors.ts';
-import { StaleTokenError, StoreUnavailableError } from '../../strategies/lock/errors.ts';
+import { InvalidKeyError, StaleTokenError, StoreUnavailableError } from '../../strategies/lock/errors.ts';
 import {
   type ClaimRequest,
   type ClaimResult,
@@ -21,7 +21,7 @@ import {
   runRecordOf,
   type StoredRunRecord,
 } from '../../strategies/lock/run-ledger.ts';
-import type { LeaseInfo, LockStore } from '../../strategies/lock/store.ts';
+import { type LeaseInfo, type LockStore, storeKeyByteLimit } from '../../strategies/lock/store.ts';
 import { BoundedCommands, type ConnectionStatus, commandError, describe } from './bounded-commands.ts';
 import { redisLockStoreDefaults, redisLockStoreLimits } from './defaults.ts';
 import { guardErrorEvents } from './error-events.ts';
@@ -140,6 +140,14 @@ export class RedisLockStore implements LockStore, RunLedger, InstanceRegistry {
   }
 
   // acquire, renew and release are the hot path: no async wrapper, no named closures.
+  /**
+   * Throws `InvalidKeyError` unless `key` is a lock key the store can keep: non-empty, without
+   * `}` (it would end the key's hash tag), at most 1000 bytes of UTF-8.
+   */
+  checkKey(key: string): void {
+    checkKey(key);
+  }
+
   acquire(key: string, owner: string, ttlMs: number): Promise<number | undefined> {
     const invalid = rejectInvalidLease(key, ttlMs);
     if (invalid) return invalid;
@@ -565,12 +573,15 @@ function serverMs(seconds: string, microseconds: string): number {
  * (A `{` inside the tag is harmless: Redis reads the tag up to the first `}`.)
  */
 function checkKey(key: string, name = 'key'): string {
-  if (typeof key !== 'string' || key.length === 0 || key.includes('}')) {
-    throw new InvalidOptionError(
-      name,
-      key,
-      "a non-empty string without '}' (it would end the {...} hash tag the store puts the key in)",
-    );
+  const refuse = (reason: string) => new InvalidKeyError('RedisLockStore', name, key, reason);
+  if (typeof key !== 'string') throw new InvalidOptionError(name, key, 'a non-empty string');
+  if (key.length === 0) throw refuse('it is empty');
+  if (key.includes('}')) {
+    throw refuse("it contains '}', which would end the {...} hash tag the store puts it in");
+  }
+  const bytes = Buffer.byteLength(key);
+  if (bytes > storeKeyByteLimit) {
+    throw refuse(`it is ${bytes} bytes of UTF-8; the limit is ${storeKeyByteLimit}`);
   }
   return key;
 }

@@ -1,14 +1,22 @@
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { inspect } from 'node:util';
 import pg from 'pg';
-import { type ClaimRequest, isInvalidOptionError, isRejection, type OccurrenceLease } from 'resil';
+import {
+  type ClaimRequest,
+  isInvalidKeyError,
+  isInvalidOptionError,
+  isRejection,
+  type OccurrenceLease,
+} from 'resil';
 import {
   isStaleTokenError,
   isStoreUnavailableError,
   PostgresLockStore,
   postgresLockStoreDefaults,
   postgresLockStoreSql,
+  withFencedTransaction,
 } from 'resil/postgres';
 import {
   describeInstanceRegistryConformance,
@@ -236,6 +244,52 @@ describe.skipIf(!databaseUrl)('PostgresLockStore', () => {
       expect(await sharedStore.runHistory(job, { key: claim.key })).toMatchObject([
         { job, instance: "host'; --", outcome: 'failure', error: "e'); DROP TABLE x; --" },
       ]);
+    });
+
+    it('refuses a key, job or resource it cannot keep (NUL, over 1000 bytes) with InvalidKeyError, not as an outage', async () => {
+      // Incompressible: PostgreSQL compresses a long value before the btree's ~2700-byte row limit.
+      const long = randomBytes(1_500).toString('hex');
+      const refusals: Array<[string, () => Promise<unknown>, string]> = [
+        ['acquire, a long key', () => sharedStore.acquire(long, 'o', 30_000), 'key'],
+        ['acquire, a NUL', () => sharedStore.acquire('a\u0000b', 'o', 30_000), 'key'],
+        ['renew', () => sharedStore.renew(long, 'o', 30_000), 'key'],
+        ['inspect', () => sharedStore.inspect('a\u0000b'), 'key'],
+        [
+          'claim, a long key',
+          () => sharedStore.claimOccurrence(request('job', past(1_000), { key: long })),
+          'request.key',
+        ],
+        [
+          'claim, a NUL in the job',
+          () => sharedStore.claimOccurrence(request('j\u0000b', past(1_000))),
+          'request.job',
+        ],
+        ['runHistory', () => sharedStore.runHistory(long), 'job'],
+        ['pauseJob', () => sharedStore.pauseJob('job', { key: long, by: 'me' }), 'key'],
+        ['withFencedTransaction', () => withFencedTransaction(pool, long, 1, async () => {}), 'resource'],
+      ];
+      for (const [what, operation, option] of refusals) {
+        const error = await operation().then(
+          () => undefined,
+          (caught: unknown) => caught,
+        );
+        expect(isInvalidKeyError(error), `${what}: ${String(error)}`).toBe(true);
+        expect(error, what).toMatchObject({ store: 'PostgresLockStore', option });
+        expect(isStoreUnavailableError(error)).toBe(false);
+      }
+      expect(() => sharedStore.checkKey(long)).toThrow(
+        `PostgresLockStore cannot keep the key "${long.slice(0, 20)}`,
+      );
+      expect(() => sharedStore.checkKey(long)).toThrow('it is 3000 bytes of UTF-8; the limit is 1000.');
+      expect(() => sharedStore.checkKey('a\u0000b')).toThrow('it contains a NUL character');
+      // 1000 bytes fit, as key and job name of one occurrence.
+      const atLimit = 'é'.repeat(500);
+      expect(await sharedStore.acquire(atLimit, 'o', 30_000)).toBeGreaterThan(0);
+      const lease = await granted(
+        sharedStore,
+        request(atLimit, past(1_000), { key: `k${'é'.repeat(499)}x` }),
+      );
+      await sharedStore.finishOccurrence(lease, { outcome: 'success' });
     });
 
     it('rejects bad options, naming the option and the value', () => {
