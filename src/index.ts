@@ -105,10 +105,12 @@ export {
   isLockLostError,
   isLockNotAcquiredError,
   isStaleTokenError,
+  isStoreSetupError,
   isStoreUnavailableError,
   LockLostError,
   LockNotAcquiredError,
   StaleTokenError,
+  StoreSetupError,
   StoreUnavailableError,
 } from './strategies/lock/errors.ts';
 export { MemoryLockStore, type MemoryLockStoreOptions } from './strategies/lock/memory-store.ts';

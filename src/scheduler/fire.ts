@@ -7,7 +7,12 @@ import type { TelemetryEvent, TelemetryListener } from '../pipeline/strategy.ts'
 import type { TimeProvider } from '../pipeline/time.ts';
 import { delay } from '../pipeline/time.ts';
 import { lockTiming } from '../strategies/lock/defaults.ts';
-import { isInvalidKeyError, isLockNotAcquiredError, isStaleTokenError } from '../strategies/lock/errors.ts';
+import {
+  isInvalidKeyError,
+  isLockNotAcquiredError,
+  isStaleTokenError,
+  isStoreSetupError,
+} from '../strategies/lock/errors.ts';
 import { randomOwnerId } from '../strategies/lock/owner-id.ts';
 import { ReleaseWakeUp } from '../strategies/lock/release-wake-up.ts';
 import type { ClaimResult, RunLedger } from '../strategies/lock/run-ledger.ts';
@@ -35,6 +40,12 @@ export type SkipReason =
   | 'paused'
   /** The store could not be reached: the fire fails closed. */
   | 'store-unavailable'
+  /**
+   * The store answers but is not set up and cannot set itself up (a missing schema, a missing
+   * privilege, tables it may not create): the fire fails closed until someone acts on the error,
+   * which says what to do.
+   */
+  | 'store-setup'
   /** The runner was stopping before the job started. */
   | 'shutdown'
   /**
@@ -50,7 +61,7 @@ export interface FireResult {
   reason?: SkipReason;
   /** The fencing token the run held (locked jobs that got the lease). */
   token?: number;
-  /** The final error of a failure (or the store's error behind `store-unavailable`). */
+  /** The final error of a failure (or the store's error behind `store-unavailable` and `store-setup`). */
   error?: unknown;
   /** How many times `run` was called (1 + retries). */
   attempts?: number;
@@ -237,7 +248,11 @@ export class JobFirer {
         } catch (error) {
           // A key the store cannot keep fails the same way every time: a failure, not an outage.
           if (isInvalidKeyError(error)) return { outcome: 'failure', error };
-          return { outcome: 'skipped', reason: 'store-unavailable', error };
+          return {
+            outcome: 'skipped',
+            reason: isStoreSetupError(error) ? 'store-setup' : 'store-unavailable',
+            error,
+          };
         }
         if (claim.status === 'skipped') return { outcome: 'skipped', reason: claim.reason };
         if (claim.status === 'wait') {
@@ -372,6 +387,7 @@ export class JobFirer {
       return { outcome: 'skipped', reason: 'shutdown', ...base };
     if (isLockNotAcquiredError(error)) return { outcome: 'skipped', reason: 'overlap', ...base };
     if (isInvalidKeyError(error)) return { outcome: 'failure', error, ...base };
+    if (isStoreSetupError(error)) return { outcome: 'skipped', reason: 'store-setup', error, ...base };
     return { outcome: 'skipped', reason: 'store-unavailable', error, ...base };
   }
 

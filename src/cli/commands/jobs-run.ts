@@ -26,7 +26,12 @@ const jobsRunExitCodes = { success: 0, failure: 1, configError: 2, lockHeld: 3 }
 /** Exit code for a manual run's result: a skip because the store is down is a failure to run. */
 function exitCodeOf(result: FireResult): number {
   if (result.outcome === 'success') return jobsRunExitCodes.success;
-  if (result.outcome === 'failure' || result.reason === 'store-unavailable') return jobsRunExitCodes.failure;
+  if (
+    result.outcome === 'failure' ||
+    result.reason === 'store-unavailable' ||
+    result.reason === 'store-setup'
+  )
+    return jobsRunExitCodes.failure;
   return jobsRunExitCodes.lockHeld;
 }
 
@@ -45,12 +50,13 @@ function describeResult(
     case 'failure':
       return `${name}: failed${token}${attempts}: ${describeError(result.error)}`;
     default: {
-      // Not a skip (exit 3, decided by the fleet's state): a failure to reach the store (exit 1).
+      // Not a skip (exit 3, decided by the fleet's state): a failure to use the store (exit 1).
       if (result.reason === 'store-unavailable') {
         const why =
           result.error === undefined ? '' : `: ${describeStoreError(result.error, connectionError)}`;
         return `${name}: not run: the lock store is unreachable${why}`;
       }
+      if (result.reason === 'store-setup') return `${name}: not run: ${describeStoreError(result.error)}`;
       const reason =
         result.reason === 'overlap'
           ? `its lock is held elsewhere${holder === undefined ? '' : `, by ${holder.owner.split('/')[0]} (token ${holder.token})`}`

@@ -101,7 +101,7 @@ export class DashboardActions {
     if (result.outcome === 'failure') {
       return { status: 200, body: { ...base, error: describeError(result.error) } };
     }
-    if (result.reason === 'store-unavailable') {
+    if (result.reason === 'store-unavailable' || result.reason === 'store-setup') {
       return unreachable(result.error === undefined ? 'no answer' : describeError(result.error));
     }
     const why =

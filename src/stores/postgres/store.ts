@@ -1,7 +1,7 @@
 import type { Pool, QueryResult, QueryResultRow } from 'pg';
 import { parseDuration } from '../../pipeline/duration.ts';
 import { InvalidOptionError } from '../../pipeline/errors.ts';
-import { StaleTokenError } from '../../strategies/lock/errors.ts';
+import { isStoreSetupError, StaleTokenError, type StoreSetupError } from '../../strategies/lock/errors.ts';
 import {
   type ClaimRequest,
   type ClaimResult,
@@ -22,7 +22,7 @@ import {
 } from '../../strategies/lock/run-ledger.ts';
 import type { LeaseInfo, LockStore } from '../../strategies/lock/store.ts';
 import { postgresLockStoreDefaults } from './defaults.ts';
-import { checkStoredKey, storeUnavailable } from './errors.ts';
+import { checkStoredKey, isMissingObject, storeError } from './errors.ts';
 import type { PostgresLockStoreOptions } from './options.ts';
 import { ReleaseNotifications } from './release-notifications.ts';
 import {
@@ -204,8 +204,11 @@ export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry
   readonly #sql: ReturnType<typeof statements>;
   readonly #timeoutMs: number;
   readonly #notifications: ReleaseNotifications;
+  readonly #createTable: boolean;
   #ready: boolean;
   #setup: Promise<void> | undefined;
+  /** The last operation's permanent set-up failure, until an operation succeeds: `now()` reports it. */
+  #setupError: StoreSetupError | undefined;
 
   /**
    * @param pool a `pg.Pool` you configured (TLS, credentials and timeouts are yours). The store
@@ -228,6 +231,7 @@ export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry
     if (typeof createTable !== 'boolean') {
       throw new InvalidOptionError('createTable', createTable, 'a boolean');
     }
+    this.#createTable = createTable;
     this.#ready = !createTable;
     this.#notifications = new ReleaseNotifications(pool, this.#tables, this.#timeoutMs);
     if (typeof pool.on === 'function' && !poolsWithListener.has(pool)) {
@@ -295,7 +299,21 @@ export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry
   }
 
   /** The database's clock (`now()`), in epoch ms. */
+  /**
+   * The database's clock. While the last operation failed because the store is not set up (and
+   * cannot set itself up), it looks again first, and fails with that `StoreSetupError` until the
+   * store is usable: a probe of `now()` (`resil run --metrics`) then reports the store as down.
+   */
   async now(): Promise<number> {
+    if (this.#setupError !== undefined) {
+      // Set up again (idempotent), or without createTable only read the tables.
+      if (this.#createTable) {
+        this.#ready = false;
+        this.#setup = undefined;
+      }
+      await this.#bounded('now', this.#createTable ? this.#createTables() : this.#checkTables());
+      this.#setupError = undefined;
+    }
     const result = await this.#query<{ now: number }>('now', this.#sql.now, []);
     return Number(result.rows[0]!.now);
   }
@@ -562,15 +580,42 @@ export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry
     }
   }
 
+  /** Reads each table once (no rows): fails as an operation would while one is missing. */
+  async #checkTables(): Promise<void> {
+    const { leases, occurrences, pauses, fences, instances } = this.#tables;
+    const reads = [leases, occurrences, pauses, fences, instances].map(
+      (table) => `(SELECT 1 FROM ${table} LIMIT 0)`,
+    );
+    await this.#pool.query(`SELECT ${reads.join(', ')}`);
+  }
+
   #query<R extends QueryResultRow = QueryResultRow>(
     operation: string,
     text: string,
     values: unknown[],
   ): Promise<QueryResult<R>> {
-    const work = this.#ready
-      ? this.#pool.query<R>(text, values)
-      : this.#createTables().then(() => this.#pool.query<R>(text, values));
-    return this.#bounded(operation, work);
+    return this.#bounded(operation, this.#send<R>(text, values));
+  }
+
+  /**
+   * Sends a statement, setting the tables up first when needed. A table or function dropped since
+   * the store set them up (42P01, 42883) is created again, with createTable, and the statement
+   * sent once more.
+   */
+  async #send<R extends QueryResultRow>(text: string, values: unknown[]): Promise<QueryResult<R>> {
+    if (!this.#ready) await this.#createTables();
+    let result: QueryResult<R>;
+    try {
+      result = await this.#pool.query<R>(text, values);
+    } catch (error) {
+      if (!this.#createTable || !isMissingObject(error)) throw error;
+      this.#ready = false;
+      this.#setup = undefined;
+      await this.#createTables();
+      result = await this.#pool.query<R>(text, values);
+    }
+    this.#setupError = undefined;
+    return result;
   }
 
   // The query itself cannot be cancelled from here; when the bound runs out the caller gets
@@ -579,7 +624,7 @@ export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry
   #bounded<T>(operation: string, work: Promise<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       const timer = setTimeout(() => {
-        reject(storeUnavailable(operation, new Error(`no answer within ${this.#timeoutMs} ms`)));
+        reject(storeError(operation, new Error(`no answer within ${this.#timeoutMs} ms`), this.#createTable));
       }, this.#timeoutMs);
       work.then(
         (value) => {
@@ -588,7 +633,9 @@ export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry
         },
         (error: unknown) => {
           clearTimeout(timer);
-          reject(storeUnavailable(operation, error));
+          const failure = storeError(operation, error, this.#createTable);
+          if (isStoreSetupError(failure)) this.#setupError = failure;
+          reject(failure);
         },
       );
     });

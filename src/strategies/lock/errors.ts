@@ -77,6 +77,24 @@ export class InvalidKeyError extends ResilienceError {
   }
 }
 
+/**
+ * The store answers but is not set up, and cannot set itself up: its schema is missing, its
+ * database user lacks a privilege, or its tables are missing where it may not create them. Unlike
+ * an outage ({@link StoreUnavailableError}) it lasts until someone acts on the message, which says
+ * what to do. The lock fails closed: the callback does not run.
+ */
+export class StoreSetupError extends ResilienceError {
+  readonly code = 'STORE_SETUP';
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'StoreSetupError';
+  }
+  override isRejection(): boolean {
+    return true;
+  }
+}
+
+export const isStoreSetupError = errorGuard<StoreSetupError>('STORE_SETUP');
 export const isInvalidKeyError = errorGuard<InvalidKeyError>('INVALID_KEY');
 export const isLockNotAcquiredError = errorGuard<LockNotAcquiredError>('LOCK_NOT_ACQUIRED');
 export const isLockLostError = errorGuard<LockLostError>('LOCK_LOST');

@@ -12,6 +12,7 @@ import {
 } from 'resil';
 import {
   isStaleTokenError,
+  isStoreSetupError,
   isStoreUnavailableError,
   PostgresLockStore,
   postgresLockStoreDefaults,
@@ -152,12 +153,15 @@ describe.skipIf(!databaseUrl)('PostgresLockStore', () => {
       try {
         const store = new PostgresLockStore(pool, { schema: ownSchema, createTable: false });
         const error = await store.acquire('key', 'owner', 1_000).catch((caught: unknown) => caught);
-        expect(isStoreUnavailableError(error)).toBe(true);
+        // Not an outage: it lasts until someone creates the tables, as the message says.
+        expect(isStoreSetupError(error)).toBe(true);
+        expect(isRejection(error)).toBe(true);
         expect((error as Error).message).toMatch(/42P01.*postgresLockStoreSql\(\)/);
         const claimError = await store
           .claimOccurrence(request('job', past(1_000)))
           .catch((caught: unknown) => caught);
-        expect(isStoreUnavailableError(claimError)).toBe(true);
+        expect(isStoreSetupError(claimError)).toBe(true);
+        await expect(store.now()).rejects.toSatisfy(isStoreSetupError);
         const count = await pool.query(
           `SELECT (SELECT count(*) FROM information_schema.tables WHERE table_schema = $1)::int AS tables,
              (SELECT count(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
@@ -168,12 +172,107 @@ describe.skipIf(!databaseUrl)('PostgresLockStore', () => {
         // The exported SQL is what the store needs.
         await pool.query(postgresLockStoreSql({ schema: ownSchema }));
         await pool.query(postgresLockStoreSql({ schema: ownSchema })); // idempotent
+        expect(await store.now()).toBeGreaterThan(0);
         expect(await store.acquire('key', 'owner', 1_000)).toBeGreaterThan(0);
         const lease = await granted(store, request('job', past(1_000)));
         await store.finishOccurrence(lease, { outcome: 'success' });
         expect(await store.lastCompleted('job')).toBe(lease.scheduledAt);
       } finally {
         await pool.query(`DROP SCHEMA ${ownSchema} CASCADE`);
+      }
+    });
+
+    it('creates dropped tables and functions again (createTable: true) and retries the operation once', async () => {
+      const ownSchema = uniqueSchemaName('dropped');
+      await pool.query(`CREATE SCHEMA ${ownSchema}`);
+      try {
+        const store = new PostgresLockStore(pool, { schema: ownSchema });
+        const first = await granted(store, request('job', past(2_000)));
+        await store.finishOccurrence(first, { outcome: 'success' });
+        const dropped = [
+          'DROP TABLE resil_locks, resil_locks_occurrences',
+          'DROP FUNCTION resil_locks_claim',
+          'DROP TABLE resil_locks_pauses, resil_locks_instances',
+        ];
+        for (const statement of dropped) {
+          await pool.query(`SET search_path TO ${ownSchema}; ${statement}`);
+          const lease = await granted(store, request('job', past(1_000) + Math.floor(Math.random() * 900)));
+          await store.finishOccurrence(lease, { outcome: 'success' });
+          expect(await store.acquire(`key-${statement.length}`, 'owner', 1_000)).toBeGreaterThan(0);
+          expect(await store.pauseOf('job', { key: 'job' })).toBeUndefined();
+          await store.registerInstance(
+            {
+              instance: 'i',
+              host: 'h',
+              pid: 1,
+              version: 'v',
+              startedAt: Date.now(),
+              jobs: 1,
+              clockOffsetMs: 0,
+            },
+            { ttlMs: 15_000 },
+          );
+          expect(await store.now()).toBeGreaterThan(0);
+        }
+      } finally {
+        await pool.query(`DROP SCHEMA ${ownSchema} CASCADE`);
+      }
+    });
+
+    it('a schema that does not exist is StoreSetupError naming the fix, also from now(), until the schema is created', async () => {
+      const missing = uniqueSchemaName('missing');
+      const store = new PostgresLockStore(pool, { schema: missing });
+      try {
+        for (const operation of [
+          () => store.acquire('key', 'owner', 1_000),
+          () => store.claimOccurrence(request('job', past(1_000))),
+          () => store.now(),
+          () => store.ensureTables(),
+        ]) {
+          const error = await operation().catch((caught: unknown) => caught);
+          expect(isStoreSetupError(error), String(error)).toBe(true);
+          expect(isStoreUnavailableError(error)).toBe(false);
+          expect((error as Error).message).toMatch(
+            /\(3F000\)\. The store's schema does not exist: create it \(CREATE SCHEMA\)/,
+          );
+        }
+        await pool.query(`CREATE SCHEMA ${missing}`);
+        expect(await store.now()).toBeGreaterThan(0);
+        expect(await store.acquire('key', 'owner', 1_000)).toBeGreaterThan(0);
+      } finally {
+        await pool.query(`DROP SCHEMA IF EXISTS ${missing} CASCADE`);
+      }
+    });
+
+    it('a dropped table the database user may not create again is StoreSetupError (42501) naming the fix, also from now()', async () => {
+      const ownSchema = uniqueSchemaName('noddl');
+      const role = `${ownSchema}_user`;
+      await pool.query(`CREATE SCHEMA ${ownSchema}; CREATE ROLE ${role} LOGIN`);
+      await pool.query(`GRANT USAGE, CREATE ON SCHEMA ${ownSchema} TO ${role}`);
+      const url = new URL(databaseUrl!);
+      url.username = role;
+      url.password = '';
+      const limited = new pg.Pool({ connectionString: url.href, max: 2 });
+      try {
+        // The store sets itself up as that user, then loses a table and the right to create one.
+        const store = new PostgresLockStore(limited, { schema: ownSchema });
+        expect(await store.acquire('key', 'owner', 1_000)).toBeGreaterThan(0);
+        await pool.query(
+          `DROP TABLE ${ownSchema}.resil_locks; REVOKE CREATE ON SCHEMA ${ownSchema} FROM ${role}`,
+        );
+        const error = await store.acquire('key', 'owner', 1_000).catch((caught: unknown) => caught);
+        expect(isStoreSetupError(error), String(error)).toBe(true);
+        expect((error as Error).message).toMatch(
+          /\(42501\)\. The database user may not set the store up: grant it USAGE and CREATE on the schema/,
+        );
+        await expect(store.now()).rejects.toSatisfy(isStoreSetupError);
+        // Given the right back: now() sets the store up again and answers, and so does acquire.
+        await pool.query(`GRANT CREATE ON SCHEMA ${ownSchema} TO ${role}`);
+        expect(await store.now()).toBeGreaterThan(0);
+        expect(await store.acquire('key-2', 'owner', 1_000)).toBeGreaterThan(0);
+      } finally {
+        await limited.end();
+        await pool.query(`DROP SCHEMA ${ownSchema} CASCADE; DROP OWNED BY ${role}; DROP ROLE ${role}`);
       }
     });
 
