@@ -182,8 +182,10 @@ function checkCount(option: string, value: number, min: number): number {
  * {@link onRelease}).
  *
  * The tables and functions are created on first use unless `createTable` is false (see
- * `postgresLockStoreSql()`). When the database cannot be reached, or does not answer within
- * `timeout`, operations fail with `StoreUnavailableError`: the lock fails closed.
+ * `postgresLockStoreSql()`), and again when dropped later. When the database cannot be reached, or
+ * does not answer within `timeout`, operations fail with `StoreUnavailableError`; when the store
+ * cannot be set up (a missing schema or privilege), with `StoreSetupError`, saying what to do.
+ * Either way the lock fails closed.
  *
  * @example
  * import pg from 'pg';
@@ -298,9 +300,8 @@ export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry
     return { owner: row.owner, token: Number(row.token), expiresAt: new Date(Number(row.expires_at)) };
   }
 
-  /** The database's clock (`now()`), in epoch ms. */
   /**
-   * The database's clock. While the last operation failed because the store is not set up (and
+   * The database's clock (`now()`), in epoch ms. While the last operation failed because the store is not set up (and
    * cannot set itself up), it looks again first, and fails with that `StoreSetupError` until the
    * store is usable: a probe of `now()` (`resil run --metrics`) then reports the store as down.
    */
