@@ -75,7 +75,8 @@ export function checkStoredKey(option: string, value: unknown): string {
   if (typeof value !== 'string') throw new InvalidOptionError(option, value, 'a string');
   if (value.includes('\u0000'))
     throw refuse('it contains a NUL character, which PostgreSQL text cannot hold');
-  const bytes = Buffer.byteLength(value);
+  // A UTF-16 code unit is at most 3 bytes of UTF-8: a short key needs no counting.
+  const bytes = value.length * 3 <= storeKeyByteLimit ? 0 : Buffer.byteLength(value);
   if (bytes > storeKeyByteLimit) {
     throw refuse(`it is ${bytes} bytes of UTF-8; the limit is ${storeKeyByteLimit}`);
   }

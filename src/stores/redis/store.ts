@@ -139,7 +139,6 @@ export class RedisLockStore implements LockStore, RunLedger, InstanceRegistry {
     );
   }
 
-  // acquire, renew and release are the hot path: no async wrapper, no named closures.
   /**
    * Throws `InvalidKeyError` unless `key` is a lock key the store can keep: non-empty, without
    * `}` (it would end the key's hash tag), at most 1000 bytes of UTF-8.
@@ -148,6 +147,7 @@ export class RedisLockStore implements LockStore, RunLedger, InstanceRegistry {
     checkKey(key);
   }
 
+  // acquire, renew and release are the hot path: no async wrapper, no named closures.
   acquire(key: string, owner: string, ttlMs: number): Promise<number | undefined> {
     const invalid = rejectInvalidLease(key, ttlMs);
     if (invalid) return invalid;
@@ -579,7 +579,8 @@ function checkKey(key: string, name = 'key'): string {
   if (key.includes('}')) {
     throw refuse("it contains '}', which would end the {...} hash tag the store puts it in");
   }
-  const bytes = Buffer.byteLength(key);
+  // A UTF-16 code unit is at most 3 bytes of UTF-8: a short key needs no counting.
+  const bytes = key.length * 3 <= storeKeyByteLimit ? 0 : Buffer.byteLength(key);
   if (bytes > storeKeyByteLimit) {
     throw refuse(`it is ${bytes} bytes of UTF-8; the limit is ${storeKeyByteLimit}`);
   }
