@@ -101,7 +101,9 @@ export class DashboardActions {
     if (result.outcome === 'failure') {
       return { status: 200, body: { ...base, error: describeError(result.error) } };
     }
-    if (result.reason === 'store-unavailable' || result.reason === 'store-setup') {
+    // Not set up: its error says what to do, and is no outage.
+    if (result.reason === 'store-setup') return { status: 503, body: { error: describeError(result.error) } };
+    if (result.reason === 'store-unavailable') {
       return unreachable(result.error === undefined ? 'no answer' : describeError(result.error));
     }
     const why =
