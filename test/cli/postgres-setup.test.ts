@@ -9,7 +9,15 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { databaseUrlForTests, uniqueSchemaName } from '../support/postgres.ts';
 import { freePort, type SpawnedProcess, spawnProcess, waitUntil } from '../support/processes.ts';
-import { binary, createProject, ensureCliBuilt, type Project, repoRoot, tsConfig } from './cli-support.ts';
+import {
+  binary,
+  createProject,
+  ensureCliBuilt,
+  type Project,
+  repoRoot,
+  runCli,
+  tsConfig,
+} from './cli-support.ts';
 import { httpGet, sampleValue, scrape } from './metrics-support.ts';
 import { jsonLines } from './run-process.ts';
 
@@ -58,6 +66,35 @@ describe.skipIf(!databaseUrl)('resil run on a PostgreSQL store that is not set u
     const answer = await httpGet(`${base}/readyz`, { timeoutMs: 2_000 });
     return { status: answer.status, body: JSON.parse(answer.body) };
   };
+
+  it('one-shot commands on a schema that does not exist exit 1 saying the store is not set up and what to do', async () => {
+    const schema = uniqueSchemaName('cli oneshot');
+    const cli = (args: string[]) =>
+      runCli(args, {
+        cwd: project.directory,
+        env: { RESIL_TEST_SCHEMA: schema, NO_COLOR: '1' },
+        timeoutMs: 20_000,
+      });
+    const advice = "\\(3F000\\)\\. The store's schema does not exist: create it \\(CREATE SCHEMA\\)";
+    const history = await cli(['jobs', 'history', 'tick']);
+    expect(history.code, history.stderr).toBe(1);
+    expect(history.stderr).toMatch(
+      new RegExp(`^error: lock store not set up: PostgreSQL lock store: .+${advice}`),
+    );
+    const run = await cli(['jobs', 'run', 'tick']);
+    expect(run.code, run.stderr).toBe(1);
+    expect(run.stderr).toMatch(
+      new RegExp(`^tick: not run: the lock store is not set up: PostgreSQL lock store: .+${advice}`),
+    );
+    const forced = await cli(['jobs', 'run', 'tick', '--force']);
+    expect(forced.code, forced.stderr).toBe(1);
+    expect(forced.stderr).toMatch(new RegExp(`^tick: not run: PostgreSQL lock store: .+${advice}`));
+    const status = await cli(['lock', 'status', 'tick']);
+    expect(status.code, status.stderr).toBe(1);
+    expect(status.stderr).toMatch(
+      new RegExp(`^error: lock store not set up: PostgreSQL lock store: .+${advice}`),
+    );
+  }, 60_000);
 
   it('a dropped table is created again: the job goes on running, nothing is skipped, /readyz stays 200', async () => {
     const schema = uniqueSchemaName('cli dropped');

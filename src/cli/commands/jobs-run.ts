@@ -103,7 +103,8 @@ export async function runJob(
   if (!options.force && hasJobPauses(store)) {
     const read = await readStore(store, () => store.pauseOf(name, { key: ledgerKeyOf(job) }));
     if (!read.ok) {
-      stderr.write(`${errorStyles.red(`${name}: not run: the lock store is unreachable: ${read.reason}`)}\n`);
+      const what = read.notSetUp ? 'not set up' : 'unreachable';
+      stderr.write(`${errorStyles.red(`${name}: not run: the lock store is ${what}: ${read.reason}`)}\n`);
       helpers.setExitCode(jobsRunExitCodes.failure);
       return;
     }
