@@ -102,13 +102,17 @@ export type {
 export { hedgingStrategy } from './strategies/hedging/strategy.ts';
 export { lockDefaults } from './strategies/lock/defaults.ts';
 export {
+  InvalidKeyError,
+  isInvalidKeyError,
   isLockLostError,
   isLockNotAcquiredError,
   isStaleTokenError,
+  isStoreSetupError,
   isStoreUnavailableError,
   LockLostError,
   LockNotAcquiredError,
   StaleTokenError,
+  StoreSetupError,
   StoreUnavailableError,
 } from './strategies/lock/errors.ts';
 export { MemoryLockStore, type MemoryLockStoreOptions } from './strategies/lock/memory-store.ts';

@@ -4,7 +4,7 @@ import { isUnknownJobError } from '../scheduler/errors.ts';
 import type { ResolvedConfig } from '../scheduler/job.ts';
 import type { LockStore } from '../strategies/lock/store.ts';
 import { rememberLauncher } from './launcher.ts';
-import { createStyles, shouldColor } from './output.ts';
+import { createStyles, printableOutput, shouldColor } from './output.ts';
 import { type CommandHelpers, createProgram } from './program.ts';
 import { isUsageError } from './usage-error.ts';
 
@@ -126,8 +126,8 @@ export async function main(
         });
       return configPromise;
     },
-    stdout: process.stdout,
-    stderr: process.stderr,
+    stdout: printableOutput(process.stdout),
+    stderr: printableOutput(process.stderr),
     styles: createStyles(shouldColor(process.stdout)),
     errorStyles: createStyles(shouldColor(process.stderr)),
     setExitCode(code) {

@@ -43,6 +43,40 @@ export function createStyles(enabled: boolean): Styles {
   };
 }
 
+/**
+ * Every C0 control character but the newline, DEL, every C1 control character, and the escape
+ * sequences {@link createStyles} writes (matched first, so that they are kept).
+ */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it finds
+const controlOrStyle = /\u001b\[(?:1|2|22|31|32|33|36|39)m|[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/g;
+
+/**
+ * `text` as it may reach a terminal: each control character (an error or pause reason read from
+ * the store may carry `\u001b[2J`, or an OSC title sequence) shown as its escape, `\u001b`, so
+ * that it is seen instead of obeyed. Kept: newlines and the colours of {@link createStyles}.
+ *
+ * @example
+ * printable('boom\u001b]0;owned\u0007'); // 'boom\\u001b]0;owned\\u0007'
+ */
+export function printable(text: string): string {
+  return text.replace(controlOrStyle, (match) =>
+    match.length > 1 ? match : `\\u${match.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
+}
+
+/** Where a command writes text. */
+export interface TextOutput {
+  write(text: string): boolean;
+}
+
+/**
+ * `stream`, with everything written to it made {@link printable}: every command writes through
+ * it, so no text from the store, a job or the config reaches the terminal raw.
+ */
+export function printableOutput(stream: NodeJS.WritableStream): TextOutput {
+  return { write: (text) => stream.write(printable(text)) };
+}
+
 function visibleLength(text: string): number {
   return stripVTControlCharacters(text).length;
 }

@@ -6,7 +6,7 @@ import { registerInstancesCommand } from './commands/instances.ts';
 import { registerJobsCommands } from './commands/jobs.ts';
 import { registerLockCommands } from './commands/lock.ts';
 import { registerRunCommand } from './commands/run.ts';
-import type { Styles } from './output.ts';
+import type { Styles, TextOutput } from './output.ts';
 
 /** What every command receives from the program around it. */
 export interface CommandHelpers {
@@ -17,10 +17,13 @@ export interface CommandHelpers {
    * command returns.
    */
   loadConfig(): Promise<ResolvedConfig>;
-  /** Where command output goes (`--json` documents, tables, logs). */
-  readonly stdout: NodeJS.WriteStream;
-  /** Where warnings and errors go. */
-  readonly stderr: NodeJS.WriteStream;
+  /**
+   * Where command output goes (`--json` documents, tables). Control characters written to it are
+   * shown escaped (`printableOutput`), whatever their source; logs go to the process's stdout.
+   */
+  readonly stdout: TextOutput;
+  /** Where warnings and errors go, escaped as `stdout` is. */
+  readonly stderr: TextOutput;
   /** Colours for human output on stdout: off unless stdout is a terminal, and off under NO_COLOR. */
   readonly styles: Styles;
   /** Colours for stderr. */
@@ -64,8 +67,9 @@ found from the working directory up to the project root, or given with --config.
 
 Exit codes (each command's --help says which it uses):
   0    success (and help: \`resil\`, \`resil jobs\` or \`resil lock\` alone print their help)
-  1    failure: the job failed (jobs run), the store is unreachable, or a command that needs
-       a shared store (jobs pause/resume, instances) is given the in-memory one
+  1    failure: the job failed (jobs run), the store is unreachable (every command; jobs run
+       then says "not run"), or a command that needs a shared store (jobs pause/resume,
+       instances) is given the in-memory one
   2    usage error (unknown command, option or job, a bad value such as --limit or
        --log-level) or bad config
   3    jobs run: skipped, because its lock is held elsewhere or it is paused (without --force)

@@ -44,6 +44,24 @@ export function parseDuration(value: unknown, option: string, min = 0, max = Inf
   return ms;
 }
 
+/**
+ * {@link parseDuration} for options that must be greater than 0 (a lock's ttl, a rate limiter's
+ * window): a negative, malformed and zero value all fail with the same message, `a duration > 0`.
+ *
+ * @example
+ * parsePositiveDuration(options.ttl, 'lock.ttl'); // 0 throws, as -1 and 'soon' do
+ */
+export function parsePositiveDuration(value: unknown, option: string): number {
+  const ms = durationMs(value);
+  checkOption(
+    option,
+    value,
+    ms > 0,
+    "a duration > 0: milliseconds or a string such as '250ms', '30s', '5m', '1h'",
+  );
+  return ms;
+}
+
 /** Renders milliseconds in the largest unit that divides them: `30s`, `250ms`, `1h`. */
 export function formatDuration(ms: number): string {
   for (const unit in unitMs) {

@@ -88,6 +88,10 @@ function logFire(
     log.info(fields, 'job succeeded');
   } else if (event.type === 'skipped' && event.reason === 'store-unavailable') {
     log.warn({ ...fields, error: describeError(event.error) }, 'fire skipped: store unavailable');
+  } else if (event.type === 'skipped' && event.reason === 'store-setup') {
+    // Not an outage that passes: the error says what someone has to do.
+    const error = describeError(event.error);
+    log.error({ ...fields, error }, `fire skipped: the store is not set up: ${error}`);
   } else {
     log.info(fields, `fire skipped: ${fields.reason}`);
   }

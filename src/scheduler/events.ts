@@ -50,7 +50,7 @@ export interface SkippedEvent extends OccurrenceEventBase {
   readonly durationMs: number;
   /** For `missed`: how late the fire was, by the store's clock. */
   readonly lateMs: number | undefined;
-  /** For `store-unavailable`: the store's error. */
+  /** For `store-unavailable` and `store-setup`: the store's error. */
   readonly error?: unknown;
 }
 

@@ -8,8 +8,10 @@ import type { TimeProvider } from '../pipeline/time.ts';
 import { delay } from '../pipeline/time.ts';
 import { lockTiming } from '../strategies/lock/defaults.ts';
 import {
+  isInvalidKeyError,
   isLockNotAcquiredError,
   isStaleTokenError,
+  isStoreSetupError,
   isStoreUnavailableError,
 } from '../strategies/lock/errors.ts';
 import { randomOwnerId } from '../strategies/lock/owner-id.ts';
@@ -42,6 +44,12 @@ export type SkipReason =
   | 'paused'
   /** The store could not be reached: the fire fails closed. */
   | 'store-unavailable'
+  /**
+   * The store answers but is not set up and cannot set itself up (a missing schema, a missing
+   * privilege, tables it may not create): the fire fails closed until someone acts on the error,
+   * which says what to do.
+   */
+  | 'store-setup'
   /** The runner was stopping before the job started. */
   | 'shutdown'
   /**
@@ -57,7 +65,7 @@ export interface FireResult {
   reason?: SkipReason;
   /** The fencing token the run held (locked jobs that got the lease). */
   token?: number;
-  /** The final error of a failure (or the store's error behind `store-unavailable`). */
+  /** The final error of a failure (or the store's error behind `store-unavailable` and `store-setup`). */
   error?: unknown;
   /** How many times `run` was called (1 + retries). */
   attempts?: number;
@@ -282,6 +290,10 @@ export class JobFirer {
             ...this.#trim,
           });
         } catch (error) {
+          // A key the store cannot keep fails the same way every time: a failure, not an outage.
+          if (isInvalidKeyError(error)) return { outcome: 'failure', error };
+          // A store that is not set up stays so until someone sets it up: said at once.
+          if (isStoreSetupError(error)) return { outcome: 'skipped', reason: 'store-setup', error };
           // A store that did not answer (down, or too busy to answer in time) may answer the next
           // claim: the occurrence may start until its deadline, so ask again until then. A manual
           // run's caller is waiting for an answer; any other error will not go away by asking.
@@ -430,6 +442,8 @@ export class JobFirer {
     if (signal?.aborted && error === signal.reason)
       return { outcome: 'skipped', reason: 'shutdown', ...base };
     if (isLockNotAcquiredError(error)) return { outcome: 'skipped', reason: 'overlap', ...base };
+    if (isInvalidKeyError(error)) return { outcome: 'failure', error, ...base };
+    if (isStoreSetupError(error)) return { outcome: 'skipped', reason: 'store-setup', error, ...base };
     return { outcome: 'skipped', reason: 'store-unavailable', error, ...base };
   }
 

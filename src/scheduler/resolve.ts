@@ -1,10 +1,11 @@
 import { hostname } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import { Cron } from 'croner';
-import { formatDuration, parseDuration } from '../pipeline/duration.ts';
+import { formatDuration, parseDuration, parsePositiveDuration } from '../pipeline/duration.ts';
 import { isInvalidOptionError } from '../pipeline/errors.ts';
 import type { TelemetryListener } from '../pipeline/strategy.ts';
 import { systemTimeProvider } from '../pipeline/time.ts';
+import { isInvalidKeyError } from '../strategies/lock/errors.ts';
 import { MemoryLockStore } from '../strategies/lock/memory-store.ts';
 import { type OverlapPolicy, overlapPolicies } from '../strategies/lock/run-ledger.ts';
 import type { LockStore } from '../strategies/lock/store.ts';
@@ -13,15 +14,16 @@ import { retryStrategy } from '../strategies/retry/strategy.ts';
 import { ConfigError, type ConfigProblem, got } from './config-error.ts';
 import { describeError } from './credentials.ts';
 import { closestName } from './did-you-mean.ts';
-import type {
-  JobDefinition,
-  JobIsolation,
-  JobLockOptions,
-  JobResourceLimits,
-  ResilConfig,
-  ResolvedConfig,
-  ResolvedJob,
-  SchedulerTelemetry,
+import {
+  type JobDefinition,
+  type JobIsolation,
+  type JobLockOptions,
+  type JobResourceLimits,
+  ledgerKeyOf,
+  type ResilConfig,
+  type ResolvedConfig,
+  type ResolvedJob,
+  type SchedulerTelemetry,
 } from './job.ts';
 import { configDefaults } from './job-defaults.ts';
 import { isValidTimezone, pausedCronOptions } from './timezone.ts';
@@ -119,16 +121,34 @@ function duration(
   options: { positive: boolean },
 ): number | undefined {
   try {
-    const ms = parseDuration(value, option);
-    if (options.positive && ms === 0) {
-      report({ option, value, message: `expected a duration greater than 0, ${got(value)}` });
-      return undefined;
-    }
-    return ms;
+    return options.positive ? parsePositiveDuration(value, option) : parseDuration(value, option);
   } catch (error) {
     if (!isInvalidOptionError(error)) throw error;
     report({ option, value, message: `expected ${error.expected}, ${got(value)}` });
     return undefined;
+  }
+}
+
+/**
+ * The problem with the key the store keeps `job`'s runs and lease under (`lock.key`, else its
+ * name), when the store cannot keep it (`LockStore.checkKey`): refused at load, so that such a job
+ * does not fail every fire.
+ */
+function refusedKey(
+  store: LockStore,
+  job: ResolvedJob,
+): Pick<ConfigProblem, 'option' | 'value' | 'message'> | undefined {
+  const key = ledgerKeyOf(job);
+  try {
+    store.checkKey?.(key);
+    return undefined;
+  } catch (error) {
+    if (!isInvalidKeyError(error)) throw error;
+    return {
+      option: key === job.name ? 'name' : 'lock.key',
+      value: key,
+      message: `${error.store} cannot keep it as a key: ${error.reason}, ${got(key)}`,
+    };
   }
 }
 
@@ -706,7 +726,13 @@ export function resolveConfigSync(
           return;
         }
       }
-      if (job !== undefined) jobs.push(job);
+      if (job === undefined) return;
+      const refused = store === undefined ? undefined : refusedKey(store, job);
+      if (refused !== undefined) {
+        problems.push({ file, job: job.name, ...refused });
+        return;
+      }
+      jobs.push(job);
     });
   }
 

@@ -134,6 +134,9 @@ export function describeRunLedgerConformance(
       const done = await record(at);
       expect(done).toMatchObject({ outcome: 'success', token: lease.token });
       expect(done!.endedAt!).toBeGreaterThanOrEqual(done!.startedAt!);
+      // Whole milliseconds, as Date.now() gives them, whatever precision the store's clock has.
+      expect(Number.isInteger(done!.startedAt), `startedAt ${done!.startedAt}`).toBe(true);
+      expect(Number.isInteger(done!.endedAt), `endedAt ${done!.endedAt}`).toBe(true);
       const next = await granted(at + second);
       expect(next.token).toBeGreaterThan(lease.token);
       if (ledger.inspect) expect((await ledger.inspect(key))?.owner).toBe(next.owner);

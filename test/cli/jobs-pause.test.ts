@@ -178,6 +178,7 @@ describe.skipIf(!redisUrl)('with a Redis store', () => {
       const result = await cli(f, args, url);
       expect(result.code, `${args.join(' ')}: ${result.stderr}`).toBe(1);
       expect(result.stderr).toMatch(/unreachable: .+/);
+      expect(result.stderr).not.toContain('skipped');
       expect(result.durationMs).toBeLessThan(15_000);
     }
   }, 60_000);

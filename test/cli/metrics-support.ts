@@ -26,11 +26,12 @@ export interface HttpAnswer {
 /** One request to `url` (no keep-alive), within `timeoutMs`; rejects on a connection error. */
 export function httpGet(
   url: string,
-  options: { method?: string; timeoutMs?: number } = {},
+  options: { method?: string; timeoutMs?: number; headers?: Record<string, string> } = {},
 ): Promise<HttpAnswer> {
   return new Promise((resolve, reject) => {
     const req = request(url, {
       method: options.method ?? 'GET',
+      ...(options.headers === undefined ? {} : { headers: options.headers }),
       agent: false,
       timeout: options.timeoutMs ?? 5_000,
     });

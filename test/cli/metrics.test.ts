@@ -406,6 +406,24 @@ describe.skipIf(!redisUrl)('resil run --metrics on Redis, scraped', () => {
     }
   });
 
+  it('a request under another Host (a DNS-rebinding page) answers 403 on every path; its loopback names answer', async () => {
+    for (const path of ['/metrics', '/livez', '/readyz?verbose', '/nope']) {
+      for (const host of [`attacker.example:${port}`, 'attacker.example', `127.0.0.1:${port + 1}`]) {
+        const answer = await httpGet(`${base}${path}`, { headers: { Host: host } });
+        expect(answer.status, `${path} ${host}`).toBe(403);
+        expect(answer.body).toBe(
+          `this metrics endpoint answers requests for its loopback address only (Host header ${JSON.stringify(host)}); to be scraped from elsewhere, listen on a network address: --metrics 0.0.0.0:<port>\n`,
+        );
+        expect(answer.body).not.toContain('tick');
+      }
+    }
+    for (const host of [`localhost:${port}`, `127.0.0.1:${port}`, `[::1]:${port}`]) {
+      const answer = await httpGet(`${base}/metrics`, { headers: { Host: host } });
+      expect(answer.status, host).toBe(200);
+      expect(answer.body).toContain('resil_job_runs_total');
+    }
+  });
+
   describe.skipIf(noPrometheus)('a real Prometheus scraping it', () => {
     let prometheus: PrometheusServer;
     beforeAll(async () => {

@@ -159,11 +159,12 @@ describe('an unreachable store', () => {
       expect(result.stderr).not.toContain('hunter2');
       expect(result.durationMs).toBeLessThan(15_000);
 
+      // Exit 1 as every command with an unreachable store; "skipped" (exit 3) is for a held lock or a pause.
       const run = await runCli(['jobs', 'run', 'a'], { cwd: project.directory, timeoutMs: 20_000 });
       expect(run.code, run.stderr).toBe(1);
       expect(run.stderr).toMatch(
         new RegExp(
-          `^a: skipped: the lock store is unreachable: .+ \\(cause: connect ECONNREFUSED 127\\.0\\.0\\.1:${port}\\)\n$`,
+          `^a: not run: the lock store is unreachable: .+ \\(cause: connect ECONNREFUSED 127\\.0\\.0\\.1:${port}\\)\n$`,
         ),
       );
       expect(run.stderr + run.stdout).not.toContain('hunter2');

@@ -1,11 +1,16 @@
 import { hostname } from 'node:os';
+import { Redis } from 'ioredis';
+import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { formatRelative, formatSpan } from '../../src/cli/output.ts';
 import { importDefaults } from '../../src/config/import-module.ts';
+import { describeValue } from '../../src/pipeline/errors.ts';
 import { ConfigError, formatConfigProblem, isConfigError } from '../../src/scheduler/config-error.ts';
 import { closestName } from '../../src/scheduler/did-you-mean.ts';
 import { configDefaults } from '../../src/scheduler/job-defaults.ts';
 import { resolveConfig } from '../../src/scheduler/resolve.ts';
+import { PostgresLockStore } from '../../src/stores/postgres/store.ts';
+import { RedisLockStore } from '../../src/stores/redis/store.ts';
 import { MemoryLockStore } from '../../src/strategies/lock/memory-store.ts';
 
 const file = '/project/resil.config.ts';
@@ -81,6 +86,33 @@ describe('config defaults', () => {
     expect(await overlapOf({ lock: { ttl: '3s', wait: '2s' } })).toBe('skip');
     expect(await overlapOf({ lock: { ttl: '3s', wait: '10s' }, overlap: 'skip' })).toBe('skip');
     expect(await overlapOf({ overlap: 'allow-all' })).toBe('allow-all');
+  });
+
+  it("refuses at load a job whose key the store cannot keep (store.checkKey), naming the store's rule", async () => {
+    const long = 'k'.repeat(3_000);
+    const pool = new pg.Pool();
+    const redis = new Redis({ lazyConnect: true });
+    try {
+      const jobs = [
+        { name: 'ok', schedule: '* * * * *', run },
+        { name: 'long-key', schedule: '* * * * *', run, lock: { key: long } },
+        { name: 'nul\u0000name', schedule: '* * * * *', run },
+        { name: 'brace}', schedule: '* * * * *', run },
+      ];
+      expect(await problemsOf({ store: new PostgresLockStore(pool), jobs })).toEqual([
+        `${file}: job "long-key": option "lock.key": PostgresLockStore cannot keep it as a key: it is 3000 bytes of UTF-8; the limit is 1000, got ${describeValue(long)}`,
+        `${file}: job "nul\\u0000name": option "name": PostgresLockStore cannot keep it as a key: it contains a NUL character, which PostgreSQL text cannot hold, got "nul\\u0000name"`,
+      ]);
+      expect(await problemsOf({ store: new RedisLockStore(redis), jobs })).toEqual([
+        `${file}: job "long-key": option "lock.key": RedisLockStore cannot keep it as a key: it is 3000 bytes of UTF-8; the limit is 1000, got ${describeValue(long)}`,
+        `${file}: job "brace}": option "name": RedisLockStore cannot keep it as a key: it contains '}', which would end the {...} hash tag the store puts it in, got "brace}"`,
+      ]);
+      // The in-memory store keeps any key.
+      expect((await resolveConfig({ jobs }, file)).jobs).toHaveLength(4);
+    } finally {
+      redis.disconnect();
+      await pool.end();
+    }
   });
 
   it('checks each distinct schedule once, and still reports a bad one for every job that has it', async () => {
@@ -217,7 +249,7 @@ describe('validation', () => {
       expect.stringMatching(
         /^\/project\/resil.config.ts: job "jobs\[2\]": cannot load job module "not-a-module-path-but-a-string.js": /,
       ),
-      `${file}: job "a": option "lock.ttl": expected a duration greater than 0, got 0`,
+      `${file}: job "a": option "lock.ttl": expected a duration > 0: milliseconds or a string such as '250ms', '30s', '5m', '1h', got 0`,
       `${file}: job "a": option "enabled": expected true or false, got "yes"`,
       `${file}: job "b": option "run": expected a function, got "nope"`,
       `${file}: job "b": option "schedule": expected a cron expression string, got 5`,
@@ -251,7 +283,7 @@ describe('validation', () => {
         ],
       }),
     ).toEqual([
-      `${file}: job "zero": option "jitter": expected a duration greater than 0, got 0`,
+      `${file}: job "zero": option "jitter": expected a duration > 0: milliseconds or a string such as '250ms', '30s', '5m', '1h', got 0`,
       expect.stringMatching(
         /^\/project\/resil.config.ts: job "word": option "jitter": expected .*got "soon"$/,
       ),

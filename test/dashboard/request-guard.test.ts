@@ -7,6 +7,7 @@ import {
   type DashboardBinding,
   formatAllowedHost,
   type GuardedRequest,
+  type HostRefusal,
   refuseAction,
   refuseHost,
 } from '../../src/cli/dashboard/request-guard.ts';
@@ -121,6 +122,32 @@ describe('refuseHost', () => {
     expect(refuseHost({ host: 'evil.example:4392' }, binding)).toBe(
       `this dashboard answers requests for ${names} only (Host header "evil.example:4392"); to answer to another name, such as a reverse proxy's, give it with --allowed-host`,
     );
+  });
+});
+
+describe('refuseHost for the metrics endpoint (any name on a network address)', () => {
+  const metrics: HostRefusal = {
+    server: 'this metrics endpoint',
+    otherNames: 'bind elsewhere',
+    anyNameOnNetwork: true,
+  };
+  it.each<[string, DashboardBinding, string | undefined, boolean]>([
+    ['loopback: its own address', { host: '127.0.0.1', port: 9464 }, '127.0.0.1:9464', true],
+    ['loopback: localhost', { host: '127.0.0.1', port: 9464 }, 'localhost:9464', true],
+    ['loopback: a rebound name', { host: '127.0.0.1', port: 9464 }, 'attacker.example:9464', false],
+    ['loopback: another port', { host: '127.0.0.1', port: 9464 }, 'localhost:9465', false],
+    ['IPv6 loopback: a rebound name', { host: '::1', port: 9464 }, 'attacker.example:9464', false],
+    ["network: a scraper's name for it", network, 'web-1:9464', true],
+    ['network: an IP address', network, '10.0.0.5:9464', true],
+    ['network: no Host header', network, undefined, false],
+    ['network: a malformed Host', network, 'web-1:9464:1', false],
+  ])('%s', (_case, binding, host, allowed) => {
+    const refused = refuseHost({ host }, binding, metrics);
+    if (allowed) expect(refused).toBeUndefined();
+    else
+      expect(refused).toMatch(
+        /^this metrics endpoint answers requests for .+ only \(Host header ".*"\); bind elsewhere$/,
+      );
   });
 });
 

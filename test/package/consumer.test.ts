@@ -71,7 +71,7 @@ describe('a consumer project installing the packed resil', () => {
     // neither package.json nor dist/ changes under the other suites: dist/ is built already.
     const staging = join(workspace, 'package');
     mkdirSync(staging);
-    for (const entry of ['dist', 'bin', 'LICENSE', 'README.md']) {
+    for (const entry of ['dist', 'bin', 'src', 'LICENSE', 'README.md']) {
       cpSync(join(repoRoot, entry), join(staging, entry), { recursive: true });
     }
     const manifest = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as Record<

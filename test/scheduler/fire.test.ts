@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ResolvedJob } from '../../src/scheduler/job.ts';
-import { isStaleTokenError } from '../../src/strategies/lock/errors.ts';
+import { InvalidKeyError, isStaleTokenError, StoreSetupError } from '../../src/strategies/lock/errors.ts';
 import { isTimeoutRejectedError } from '../../src/strategies/timeout/errors.ts';
 import { FakeTimeProvider } from '../../src/testing/fake-time-provider.ts';
 import { ControlledStore, instanceOf, JobProbe, resolvedJob } from './fixtures.ts';
@@ -451,6 +451,33 @@ describe('JobFirer', () => {
     expect(result).toMatchObject({ outcome: 'skipped', reason: 'store-unavailable' });
     expect(store.claimCalls).toBe(1);
     expect(probe.calls).toHaveLength(0);
+  });
+
+  it('a store that is not set up skips as store-setup, at error; a key it cannot keep fails the fire: neither is store-unavailable', async () => {
+    const { store, probe, job } = setup((probe) => resolvedJob({ run: probe.run }));
+    const { firer, logger } = await instance(store, job);
+
+    store.failure = new StoreSetupError('schema "ops" does not exist (3F000). Create it.');
+    expect(await firer.fire(start)).toMatchObject({
+      outcome: 'skipped',
+      reason: 'store-setup',
+      error: store.failure,
+    });
+    store.failure = new InvalidKeyError('SomeStore', 'key', 'report', 'it is too long');
+    expect(await firer.fire(start)).toMatchObject({ outcome: 'failure', error: store.failure });
+    store.failure = undefined;
+    expect((await firer.fire(start)).outcome).toBe('success');
+    expect(probe.calls).toHaveLength(1);
+    expect(logger.fires().map((line) => [line.level, line.outcome, line.reason, line.msg])).toEqual([
+      [
+        'error',
+        'skipped',
+        'store-setup',
+        'fire skipped: the store is not set up: StoreSetupError: schema "ops" does not exist (3F000). Create it.',
+      ],
+      ['error', 'failure', undefined, 'job failed'],
+      ['info', 'success', undefined, 'job succeeded'],
+    ]);
   });
 
   it('holds the lease under an owner id that names the instance, and logs the start at debug', async () => {

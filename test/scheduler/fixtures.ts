@@ -102,6 +102,8 @@ export class ControlledStore implements LockStore, RunLedger {
   /** The store's clock minus the instance's clock. */
   skewMs = 0;
   down = false;
+  /** Thrown by every operation while set (a store that is not set up, a key it cannot keep). */
+  failure: Error | undefined;
   /** Round trip of `now()`, in ms of the instance's time provider. */
   nowLatencyMs = 0;
   nowCalls = 0;
@@ -125,6 +127,7 @@ export class ControlledStore implements LockStore, RunLedger {
 
   #check(): void {
     if (this.down) throw new StoreUnavailableError('Store unreachable (test outage).');
+    if (this.failure !== undefined) throw this.failure;
   }
   async acquire(key: string, owner: string, ttlMs: number): Promise<number | undefined> {
     this.#check();

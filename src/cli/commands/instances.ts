@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { hasInstanceRegistry, type RegisteredInstance } from '../../strategies/lock/run-ledger.ts';
 import { formatRelative, formatTable, formatTimeIn, localTimezone } from '../output.ts';
 import type { CommandHelpers } from '../program.ts';
-import { inMemoryStoreNote, readStore } from './store-error.ts';
+import { inMemoryStoreNote, readStore, storeFailure } from './store-error.ts';
 
 /** One live instance as `resil instances --json` prints it. */
 export interface InstanceEntry {
@@ -58,7 +58,7 @@ export async function listInstances(helpers: CommandHelpers, options: { json: bo
   }
   const read = await readStore(store, () => store.listInstances());
   if (!read.ok) {
-    helpers.stderr.write(`${errorStyles.red('error:')} lock store unreachable: ${read.reason}\n`);
+    helpers.stderr.write(`${errorStyles.red('error:')} ${storeFailure(read)}\n`);
     helpers.setExitCode(instancesExitCodes.storeError);
     return;
   }

@@ -3,7 +3,7 @@ import { hasRunLedger, type RunRecord } from '../../strategies/lock/run-ledger.t
 import { formatSpan, formatTable, formatTimeIn, localTimezone, type Styles } from '../output.ts';
 import type { CommandHelpers } from '../program.ts';
 import { jobNamed } from './jobs-next.ts';
-import { inMemoryStoreNote, readStore } from './store-error.ts';
+import { inMemoryStoreNote, readStore, storeFailure } from './store-error.ts';
 
 /** Longer errors are cut in the table (`--json` has them whole, as the ledger keeps them). */
 const tableErrorLength = 80;
@@ -121,7 +121,7 @@ export async function showJobHistory(
       store.runHistory(job.name, { key: ledgerKeyOf(job), limit: options.limit }),
     );
     if (!read.ok) {
-      helpers.stderr.write(`${errorStyles.red('error:')} lock store unreachable: ${read.reason}\n`);
+      helpers.stderr.write(`${errorStyles.red('error:')} ${storeFailure(read)}\n`);
       helpers.setExitCode(1);
       return;
     }

@@ -3,7 +3,7 @@ import { hasJobPauses, type JobPause, type PausableRunLedger } from '../../strat
 import { formatRelative, formatTimeIn, localTimezone } from '../output.ts';
 import type { CommandHelpers } from '../program.ts';
 import { jobNamed } from './jobs-next.ts';
-import { inMemoryStoreNote, readStore } from './store-error.ts';
+import { inMemoryStoreNote, readStore, type StoreReadFailure, storeFailure } from './store-error.ts';
 
 /** `resil jobs pause` and `resil jobs resume` exit codes (a bad config or unknown job is 2). */
 const pauseExitCodes = { done: 0, storeError: 1 } as const;
@@ -40,8 +40,8 @@ function sharedLedgerOf(
   return undefined;
 }
 
-function unreachable(helpers: CommandHelpers, reason: string): void {
-  helpers.stderr.write(`${helpers.errorStyles.red('error:')} lock store unreachable: ${reason}\n`);
+function storeFailed(helpers: CommandHelpers, failure: StoreReadFailure): void {
+  helpers.stderr.write(`${helpers.errorStyles.red('error:')} ${storeFailure(failure)}\n`);
   helpers.setExitCode(pauseExitCodes.storeError);
 }
 
@@ -69,7 +69,7 @@ export async function pauseJob(
     });
     return ledger.pauseOf(job.name, { key });
   });
-  if (!read.ok) return unreachable(helpers, read.reason);
+  if (!read.ok) return storeFailed(helpers, read);
   const pause = read.value ?? { pausedAt: Date.now(), by: config.instance, reason: options.reason };
   const { styles } = helpers;
   helpers.stdout.write(
@@ -93,7 +93,7 @@ export async function resumeJob(helpers: CommandHelpers, name: string): Promise<
     await ledger.resumeJob(job.name, { key });
     return pause;
   });
-  if (!read.ok) return unreachable(helpers, read.reason);
+  if (!read.ok) return storeFailed(helpers, read);
   const { styles } = helpers;
   const pause = read.value;
   helpers.stdout.write(

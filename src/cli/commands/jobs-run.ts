@@ -17,13 +17,22 @@ import { resolveLogLevel } from '../usage-error.ts';
 import { describePause } from './jobs-pause.ts';
 import { describeStoreError, readStore, watchStoreConnection } from './store-error.ts';
 
-/** `resil jobs run` exit codes (CONTRACT.md); a paused job is skipped like a held lock. */
+/**
+ * `resil jobs run` exit codes (CONTRACT.md); a paused job is skipped like a held lock. An
+ * unreachable store is 1, as in every command: the job was not run, and the fleet's state (which
+ * only 3 reports) is unknown.
+ */
 const jobsRunExitCodes = { success: 0, failure: 1, configError: 2, lockHeld: 3 } as const;
 
 /** Exit code for a manual run's result: a skip because the store is down is a failure to run. */
 function exitCodeOf(result: FireResult): number {
   if (result.outcome === 'success') return jobsRunExitCodes.success;
-  if (result.outcome === 'failure' || result.reason === 'store-unavailable') return jobsRunExitCodes.failure;
+  if (
+    result.outcome === 'failure' ||
+    result.reason === 'store-unavailable' ||
+    result.reason === 'store-setup'
+  )
+    return jobsRunExitCodes.failure;
   return jobsRunExitCodes.lockHeld;
 }
 
@@ -42,12 +51,17 @@ function describeResult(
     case 'failure':
       return `${name}: failed${token}${attempts}: ${describeError(result.error)}`;
     default: {
+      // Not a skip (exit 3, decided by the fleet's state): a failure to use the store (exit 1).
+      if (result.reason === 'store-unavailable') {
+        const why =
+          result.error === undefined ? '' : `: ${describeStoreError(result.error, connectionError)}`;
+        return `${name}: not run: the lock store is unreachable${why}`;
+      }
+      if (result.reason === 'store-setup') return `${name}: not run: ${describeStoreError(result.error)}`;
       const reason =
         result.reason === 'overlap'
           ? `its lock is held elsewhere${holder === undefined ? '' : `, by ${holder.owner.split('/')[0]} (token ${holder.token})`}`
-          : result.reason === 'store-unavailable'
-            ? `the lock store is unreachable${result.error === undefined ? '' : `: ${describeStoreError(result.error, connectionError)}`}`
-            : (result.reason ?? 'unknown reason');
+          : (result.reason ?? 'unknown reason');
       return `${name}: skipped: ${reason}`;
     }
   }
@@ -90,7 +104,8 @@ export async function runJob(
   if (!options.force && hasJobPauses(store)) {
     const read = await readStore(store, () => store.pauseOf(name, { key: ledgerKeyOf(job) }));
     if (!read.ok) {
-      stderr.write(`${errorStyles.red(`${name}: skipped: the lock store is unreachable: ${read.reason}`)}\n`);
+      const what = read.notSetUp ? 'not set up' : 'unreachable';
+      stderr.write(`${errorStyles.red(`${name}: not run: the lock store is ${what}: ${read.reason}`)}\n`);
       helpers.setExitCode(jobsRunExitCodes.failure);
       return;
     }

@@ -128,8 +128,9 @@ given up on (an error naming it is logged; its lease expires after its ttl). Ctr
 (npx resil jobs run), npm's exit aborts the job as SIGTERM would.
 Log level: LOG_LEVEL (trace, debug, info, warn, error, fatal or silent; default info).
 
-Exit codes: 0 the job succeeded; 1 it failed, was given up on, or the store was unreachable,
-or an error outside the job or its process.exit() stopped the command; 3 skipped: its lock is held elsewhere, or it is paused (without --force);
+Exit codes: 0 the job succeeded; 1 it failed, was given up on, or was not run because the store
+was unreachable or is not set up (every command exits 1 then), or an error outside the job or its
+process.exit() stopped the command; 3 skipped: its lock is held elsewhere, or it is paused (without --force);
 2 bad config, unknown job or bad LOG_LEVEL; 130 interrupted by SIGINT (143 SIGTERM).
 
 Examples:

@@ -1,7 +1,7 @@
 import type { LeaseInfo } from '../../strategies/lock/store.ts';
 import { formatRelative, formatTimeIn, localTimezone } from '../output.ts';
 import type { CommandHelpers } from '../program.ts';
-import { inMemoryStoreNote, readStore } from './store-error.ts';
+import { inMemoryStoreNote, readStore, storeFailure } from './store-error.ts';
 
 /** `resil lock status --json`: `owner`, `token` and `expiresAt` only when `held`. */
 export interface LockStatus {
@@ -41,7 +41,7 @@ export async function showLockStatus(
   }
   const read = await readStore(store, () => store.inspect!(key));
   if (!read.ok) {
-    helpers.stderr.write(`${errorStyles.red('error:')} lock store unreachable: ${read.reason}\n`);
+    helpers.stderr.write(`${errorStyles.red('error:')} ${storeFailure(read)}\n`);
     helpers.setExitCode(1);
     return;
   }

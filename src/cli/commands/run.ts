@@ -2,6 +2,7 @@ import { hostname } from 'node:os';
 import type { Command } from 'commander';
 import type { ResolvedConfig } from '../../scheduler/job.ts';
 import { hasInstanceRegistry, type InstanceRegistry } from '../../strategies/lock/run-ledger.ts';
+import type { TextOutput } from '../output.ts';
 import { untilStopped } from '../stop-signals.ts';
 import { resolveLogLevel } from '../usage-error.ts';
 
@@ -9,7 +10,7 @@ import { resolveLogLevel } from '../usage-error.ts';
 export interface RunCommandHelpers {
   /** Loads the config (`--config <file>` or found from the working directory). Throws `ConfigError`. */
   loadConfig(options?: object): Promise<ResolvedConfig>;
-  readonly stderr?: NodeJS.WritableStream;
+  readonly stderr?: TextOutput;
   /** The process's exit code once the action returns. Defaults to setting `process.exitCode`. */
   setExitCode?(code: number): void;
 }
@@ -55,6 +56,8 @@ the same on every instance. The fire asks the store's run ledger what to do with
   catch-up      with catchUp, the latest occurrence inside that window runs once at start
                 if the ledger has seen the job but not that occurrence
   outage        store unreachable: the fire is skipped (store-unavailable); the runner stays up
+  not set up    store reachable but not set up, and it cannot set itself up (a missing schema,
+                privilege or table): skipped (store-setup), logged as an error saying what to do
 
 Instances: once started, the instance registers in the store (name, host, pid, version, jobs,
 its clock's offset to the store's) and renews that every 5 s; \`resil instances\` lists it until
@@ -127,7 +130,10 @@ Examples:
       };
       const connection = watchStoreConnection(config.store, tell);
       runner.on((event) => {
-        if (event.type === 'skipped' && event.reason === 'store-unavailable') {
+        if (
+          event.type === 'skipped' &&
+          (event.reason === 'store-unavailable' || event.reason === 'store-setup')
+        ) {
           // The client's own error names the root cause (each fire's error would only say "not ready").
           tell(describeStoreError(connection.lastError ?? event.error));
         } else if (event.type !== 'skipped') {

@@ -1,4 +1,5 @@
 import { redactCredentials } from '../../scheduler/credentials.ts';
+import { isStoreSetupError } from '../../strategies/lock/errors.ts';
 import type { LockStore } from '../../strategies/lock/store.ts';
 import { withDeadline } from '../output.ts';
 
@@ -98,6 +99,14 @@ export function inMemoryStoreNote(store: unknown): string | undefined {
 /** How long a one-shot command waits for the store before it reports it unreachable. */
 export const storeDeadlineMs = 5_000;
 
+/** Why a store read failed: the one-line reason, and whether the store is not set up (not down). */
+export interface StoreReadFailure {
+  readonly ok: false;
+  readonly reason: string;
+  /** True for `StoreSetupError`: the store answers, but someone must set it up (the reason says how). */
+  readonly notSetUp: boolean;
+}
+
 /**
  * `read()`, bounded by {@link storeDeadlineMs}; when it fails, the one-line reason
  * ({@link describeStoreError}, with the client's last connection error) instead of a value.
@@ -105,14 +114,25 @@ export const storeDeadlineMs = 5_000;
 export async function readStore<T>(
   store: unknown,
   read: () => Promise<T>,
-): Promise<{ ok: true; value: T } | { ok: false; reason: string }> {
+): Promise<{ ok: true; value: T } | StoreReadFailure> {
   const connection = watchStoreConnection(store);
   try {
     const value = await withDeadline(read(), storeDeadlineMs, `no answer within ${storeDeadlineMs} ms`);
     return { ok: true, value };
   } catch (error) {
-    return { ok: false, reason: describeStoreError(error, connection.lastError) };
+    const notSetUp = isStoreSetupError(error);
+    // A store that is not set up has no connection problem to add.
+    return {
+      ok: false,
+      reason: describeStoreError(error, notSetUp ? undefined : connection.lastError),
+      notSetUp,
+    };
   } finally {
     connection.dispose();
   }
+}
+
+/** `lock store unreachable: <reason>`, or `lock store not set up: <reason>`: a failed read, as commands say it. */
+export function storeFailure(failure: StoreReadFailure): string {
+  return `lock store ${failure.notSetUp ? 'not set up' : 'unreachable'}: ${failure.reason}`;
 }

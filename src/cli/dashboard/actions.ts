@@ -4,7 +4,12 @@ import type { SchedulerEvent } from '../../scheduler/events.ts';
 import { ledgerKeyOf, type ResolvedConfig, type ResolvedJob } from '../../scheduler/job.ts';
 import type { FireResult, SchedulerLogger } from '../../scheduler/runner.ts';
 import { hasJobPauses, type JobPause, type PausableRunLedger } from '../../strategies/lock/run-ledger.ts';
-import { inMemoryStoreNote, readStore } from '../commands/store-error.ts';
+import {
+  inMemoryStoreNote,
+  readStore,
+  type StoreReadFailure,
+  storeFailure,
+} from '../commands/store-error.ts';
 
 /** An action's answer: the HTTP status and the JSON body. */
 export interface ActionResult {
@@ -53,7 +58,7 @@ export class DashboardActions {
     const { store } = this.#config;
     if (hasJobPauses(store)) {
       const read = await readStore(store, () => store.pauseOf(job.name, { key: ledgerKeyOf(job) }));
-      if (!read.ok) return unreachable(read.reason);
+      if (!read.ok) return storeFailed(read);
       if (read.value !== undefined) {
         return {
           status: 409,
@@ -101,8 +106,9 @@ export class DashboardActions {
     if (result.outcome === 'failure') {
       return { status: 200, body: { ...base, error: describeError(result.error) } };
     }
-    if (result.reason === 'store-unavailable') {
-      return unreachable(result.error === undefined ? 'no answer' : describeError(result.error));
+    if (result.reason === 'store-unavailable' || result.reason === 'store-setup') {
+      const reason = result.error === undefined ? 'no answer' : describeError(result.error);
+      return storeFailed({ ok: false, reason, notSetUp: result.reason === 'store-setup' });
     }
     const why =
       result.reason === 'overlap'
@@ -121,7 +127,7 @@ export class DashboardActions {
       await ledger.pauseJob(job.name, { key, by, ...(reason === undefined ? {} : { reason }) });
       return ledger.pauseOf(job.name, { key });
     });
-    if (!read.ok) return unreachable(read.reason);
+    if (!read.ok) return storeFailed(read);
     this.#logger.info({ action: 'pause', job: job.name, by, reason }, `dashboard: paused ${job.name}`);
     const pause = read.value ?? { pausedAt: Date.now(), by, reason };
     return { status: 200, body: { job: job.name, paused: true, pause: pauseView(pause) } };
@@ -137,7 +143,7 @@ export class DashboardActions {
       await ledger.resumeJob(job.name, { key });
       return pause;
     });
-    if (!read.ok) return unreachable(read.reason);
+    if (!read.ok) return storeFailed(read);
     this.#logger.info(
       { action: 'resume', job: job.name, by: this.instance },
       `dashboard: resumed ${job.name}`,
@@ -199,6 +205,7 @@ export class DashboardActions {
   }
 }
 
-function unreachable(reason: string): ActionResult {
-  return { status: 503, body: { error: `lock store unreachable: ${reason}` } };
+/** 503: `lock store unreachable: ...`, or `lock store not set up: ...` with what to do. */
+function storeFailed(failure: StoreReadFailure): ActionResult {
+  return { status: 503, body: { error: storeFailure(failure) } };
 }

@@ -61,14 +61,35 @@ function joinOr(words: readonly string[]): string {
   return words.length <= 1 ? (words[0] ?? '') : `${words.slice(0, -1).join(', ')} or ${words.at(-1)}`;
 }
 
+/** Who refuses a Host, in {@link refuseHost}'s message, and how to make it answer another name. */
+export interface HostRefusal {
+  /** `this dashboard` */
+  readonly server: string;
+  /** What to do to answer another name. */
+  readonly otherNames: string;
+  /**
+   * Bound to a network address, answer any Host: true for the metrics endpoint, which scrapers
+   * name as they please (`web-1:9464`) and which whoever reaches that address can read anyway.
+   * Defaults to false: the dashboard has `--allowed-host` for its names.
+   */
+  readonly anyNameOnNetwork?: boolean;
+}
+
+const dashboardRefusal: HostRefusal = {
+  server: 'this dashboard',
+  otherNames: "to answer to another name, such as a reverse proxy's, give it with --allowed-host",
+};
+
 /**
  * Why the request must be refused before anything else (403, GETs included), or `undefined`.
- * A page of another site whose name was made to resolve to the dashboard's address (DNS
- * rebinding) sends its own name in `Host`, so the dashboard answers only the names it knows:
+ * The one Host check of the CLI's servers: `resil dashboard` and `resil run --metrics` (with
+ * `refusal` naming the metrics endpoint, and no `allowedHosts`).
+ * A page of another site whose name was made to resolve to the server's address (DNS
+ * rebinding) sends its own name in `Host`, so the server answers only the names it knows:
  *
  * - bound to a loopback host: a loopback name (`127.0.0.1`, `localhost`, `[::1]`) with its own port;
  * - bound to a network address: an IP address (a rebinding page cannot make its Host one), a
- *   loopback name, or the `--host` value itself;
+ *   loopback name, or the `--host` value itself; any name with `refusal.anyNameOnNetwork`;
  * - either way, a name given with `--allowed-host` (a reverse proxy's, which forwards the Host).
  *
  * Refused, a rebinding page can neither read the dashboard's API nor fetch the page's token.
@@ -76,6 +97,7 @@ function joinOr(words: readonly string[]): string {
 export function refuseHost(
   request: Pick<GuardedRequest, 'host'>,
   binding: DashboardBinding,
+  refusal: HostRefusal = dashboardRefusal,
 ): string | undefined {
   const allowed = binding.allowedHosts ?? [];
   const parsed = parseHostHeader(request.host);
@@ -86,7 +108,12 @@ export function refuseHost(
     }
     if (isLoopbackHost(binding.host)) {
       if (isLoopbackHost(name) && (port ?? 80) === binding.port) return undefined;
-    } else if (isAddressLiteral(name) || isLoopbackHost(name) || name === binding.host.toLowerCase()) {
+    } else if (
+      refusal.anyNameOnNetwork === true ||
+      isAddressLiteral(name) ||
+      isLoopbackHost(name) ||
+      name === binding.host.toLowerCase()
+    ) {
       return undefined;
     }
   }
@@ -94,7 +121,7 @@ export function refuseHost(
     ? ['its loopback address']
     : ['an IP address', ...(ipVersion(binding.host) === 0 ? [binding.host] : [])];
   names.push(...allowed.map(formatAllowedHost));
-  return `this dashboard answers requests for ${joinOr(names)} only (Host header ${JSON.stringify(request.host ?? '')}); to answer to another name, such as a reverse proxy's, give it with --allowed-host`;
+  return `${refusal.server} answers requests for ${joinOr(names)} only (Host header ${JSON.stringify(request.host ?? '')}); ${refusal.otherNames}`;
 }
 
 /**

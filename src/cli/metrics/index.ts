@@ -93,11 +93,14 @@ export async function startMetrics(options: StartMetricsOptions): Promise<Metric
   if (probe === undefined) metrics.setStoreUp(true);
 
   let stopping = false;
-  const server = createMetricsServer({
-    registry,
-    readiness: (verbose) =>
-      readinessOf({ store: probe?.state, clockOffset: runner.clock.offset, stopping }, verbose),
-  });
+  const server = createMetricsServer(
+    {
+      registry,
+      readiness: (verbose) =>
+        readinessOf({ store: probe?.state, clockOffset: runner.clock.offset, stopping }, verbose),
+    },
+    address,
+  );
   await listen(server, address);
 
   collectDefaultMetrics({ register: registry });

@@ -92,7 +92,7 @@ export class JobMetrics {
     });
     this.#skips = new Counter({
       name: metricNames.skips,
-      help: 'Fires of the job on this instance that did not run it, by skip reason (overlap, already-done, missed, paused, store-unavailable, shutdown, ...).',
+      help: 'Fires of the job on this instance that did not run it, by skip reason (overlap, already-done, missed, paused, store-unavailable, store-setup, shutdown, ...).',
       labelNames: ['job_name', 'reason'],
       registers,
     });

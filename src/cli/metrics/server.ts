@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Registry } from 'prom-client';
+import { type HostRefusal, refuseHost } from '../dashboard/request-guard.ts';
 import { listenError, type MetricsAddress } from './address.ts';
 import type { ReadinessReport } from './readiness.ts';
 
@@ -9,16 +10,30 @@ export interface MetricsRoutes {
   readiness(verbose: boolean): { statusCode: number; report: ReadinessReport };
 }
 
+const metricsRefusal: HostRefusal = {
+  server: 'this metrics endpoint',
+  otherNames: 'to be scraped from elsewhere, listen on a network address: --metrics 0.0.0.0:<port>',
+  anyNameOnNetwork: true,
+};
+
 /** The paths the server answers; anything else is 404. */
 export const metricsPaths = ['/metrics', '/livez', '/readyz'] as const;
 
 /**
- * The HTTP server of `resil run --metrics` (node:http): `GET /metrics` (Prometheus text format),
- * `GET /livez`, `GET /readyz[?verbose]`; HEAD as GET without the body; another method on those
- * paths is 405, any other path 404. Nothing it answers waits for the store.
+ * The HTTP server of `resil run --metrics` (node:http) listening on `address`: `GET /metrics`
+ * (Prometheus text format), `GET /livez`, `GET /readyz[?verbose]`; HEAD as GET without the body;
+ * another method on those paths is 405, any other path 404. Nothing it answers waits for the store.
+ * Listening on loopback, a request whose `Host` is not a loopback name with this port answers 403,
+ * as the dashboard's do (`refuseHost`): a web page whose name was rebound to 127.0.0.1 must not
+ * read job names and store errors. Listening on a network address, any Host is answered.
  */
-export function createMetricsServer(routes: MetricsRoutes): Server {
+export function createMetricsServer(routes: MetricsRoutes, address: MetricsAddress): Server {
   const server = createServer((request, response) => {
+    const refused = refuseHost({ host: request.headers.host }, address, metricsRefusal);
+    if (refused !== undefined) {
+      send(response, 403, 'text/plain; charset=utf-8', `${refused}\n`);
+      return;
+    }
     answer(routes, request, response).catch(() => {
       // No detail: an error's text has no business on an unauthenticated endpoint.
       if (!response.headersSent) send(response, 500, 'text/plain; charset=utf-8', 'metrics failed\n');

@@ -1,6 +1,7 @@
 import type { ClientBase, Pool, PoolClient } from 'pg';
 import { errorGuard, InvalidOptionError, ResilienceError } from '../../pipeline/errors.ts';
 import { StaleTokenError } from '../../strategies/lock/errors.ts';
+import { checkStoredKey } from './errors.ts';
 import type { PostgresTableOptions } from './options.ts';
 import { resolveTables } from './schema.ts';
 
@@ -103,6 +104,7 @@ export async function fenceTransaction(
   token: number,
   options?: PostgresTableOptions,
 ): Promise<void> {
+  checkStoredKey('resource', resource);
   checkToken(token);
   const { fence } = statementsFor(options);
   const result = await client.query<{ fenced: number; highest: string | null }>(fence, [resource, token]);
@@ -141,6 +143,7 @@ export async function withFencedTransaction<T>(
   work: (client: PoolClient) => Promise<T>,
   options?: PostgresTableOptions,
 ): Promise<T> {
+  checkStoredKey('resource', resource);
   checkToken(token);
   const client = await pool.connect();
   let broken: Error | undefined;

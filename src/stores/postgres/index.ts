@@ -1,7 +1,9 @@
 export {
   isStaleTokenError,
+  isStoreSetupError,
   isStoreUnavailableError,
   StaleTokenError,
+  StoreSetupError,
   StoreUnavailableError,
 } from '../../strategies/lock/errors.ts';
 export { postgresLockStoreDefaults } from './defaults.ts';

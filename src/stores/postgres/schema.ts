@@ -123,6 +123,13 @@ const cancelledMessage = literal('cancelled: a newer occurrence replaced it (ove
 /** timestamptz to epoch ms (float8), rounded to the microsecond so whole milliseconds come back whole. */
 export const toMs = (value: string) => `round((extract(epoch FROM ${value}) * 1000)::numeric, 3)::float8`;
 
+/**
+ * timestamptz to whole epoch ms (float8), truncated: for instants the store's clock made
+ * (`started_at`, `ended_at`, `paused_at`), which PostgreSQL keeps to the microsecond, so that they
+ * and the durations between them are whole milliseconds, as on every other store.
+ */
+export const toWholeMs = (value: string) => `floor(extract(epoch FROM ${value}) * 1000)::float8`;
+
 // The functions of the run ledger. Each call is one statement in autocommit: it locks the key's
 // lease row first (claims of one key, renewals and finishes serialize there), then reads the clock
 // once with clock_timestamp(), so a call that waited for the lock judges expiry and deadlines at

@@ -1,7 +1,7 @@
 import type { Pool, QueryResult, QueryResultRow } from 'pg';
 import { parseDuration } from '../../pipeline/duration.ts';
 import { InvalidOptionError } from '../../pipeline/errors.ts';
-import { StaleTokenError } from '../../strategies/lock/errors.ts';
+import { isStoreSetupError, StaleTokenError, type StoreSetupError } from '../../strategies/lock/errors.ts';
 import {
   type ClaimRequest,
   type ClaimResult,
@@ -24,10 +24,18 @@ import {
 import type { LeaseInfo, LockStore } from '../../strategies/lock/store.ts';
 import { CallBatches } from '../call-batches.ts';
 import { postgresLedgerBatchLimits, postgresLockStoreDefaults } from './defaults.ts';
-import { storeUnavailable } from './errors.ts';
+import { checkStoredKey, isMissingObject, storeError } from './errors.ts';
 import type { PostgresLockStoreOptions } from './options.ts';
 import { ReleaseNotifications } from './release-notifications.ts';
-import { literal, type PostgresTables, resolveTables, setupSql, someoneWaitsOn, toMs } from './schema.ts';
+import {
+  literal,
+  type PostgresTables,
+  resolveTables,
+  setupSql,
+  someoneWaitsOn,
+  toMs,
+  toWholeMs,
+} from './schema.ts';
 
 /** What the claim function answers. */
 interface ClaimRow {
@@ -107,7 +115,7 @@ FROM unnest($1::text[], $2::text[], $3::float8[], $4::text[], $5::bigint[], $6::
   AS r(key, job, at_ms, owner, token, overlap, outcome, error, retention_ms, record_limit, keep_ms, n)
 ORDER BY r.n`,
     runHistory: `SELECT job, ${toMs('scheduled_at')} AS scheduled_at, state, reason, token, instance,
-  ${toMs('started_at')} AS started_at, ${toMs('ended_at')} AS ended_at, error, takeovers
+  ${toWholeMs('started_at')} AS started_at, ${toWholeMs('ended_at')} AS ended_at, error, takeovers
 FROM ${t.occurrences} WHERE key = $1::text AND job = $2::text
 ORDER BY scheduled_at DESC LIMIT $3::int`,
     lastCompleted: `SELECT ${toMs('max(scheduled_at)')} AS last
@@ -118,7 +126,7 @@ VALUES ($1::text, $2::text, now(), $3::text, $4::text)
 ON CONFLICT (key, job) DO UPDATE
   SET paused_at = EXCLUDED.paused_at, paused_by = EXCLUDED.paused_by, reason = EXCLUDED.reason`,
     resumeJob: `DELETE FROM ${t.pauses} WHERE key = $1::text AND job = $2::text`,
-    pauseOf: `SELECT floor(extract(epoch FROM paused_at) * 1000)::float8 AS paused_at, paused_by, reason
+    pauseOf: `SELECT ${toWholeMs('paused_at')} AS paused_at, paused_by, reason
 FROM ${t.pauses} WHERE key = $1::text AND job = $2::text`,
     // A heartbeat also drops the rows of instances that expired, so the table stays the fleet's size.
     registerInstance: `WITH expired AS (
@@ -134,7 +142,7 @@ ON CONFLICT (instance) DO UPDATE
     expires_at = EXCLUDED.expires_at`,
     removeInstance: `DELETE FROM ${t.instances} WHERE instance = $1::text`,
     listInstances: `SELECT instance, host, pid, version, round(extract(epoch FROM started_at) * 1000)::float8 AS started_at,
-  jobs, clock_offset_ms, floor(extract(epoch FROM last_seen_at) * 1000)::float8 AS last_seen_at
+  jobs, clock_offset_ms, ${toWholeMs('last_seen_at')} AS last_seen_at
 FROM ${t.instances} WHERE expires_at > now() ORDER BY instance`,
   };
 }
@@ -171,8 +179,8 @@ function checkLease(lease: OccurrenceLease): void {
   if (typeof lease !== 'object' || lease === null) {
     throw new InvalidOptionError('lease', lease, 'an OccurrenceLease');
   }
-  checkString('lease.job', lease.job);
-  checkString('lease.key', lease.key);
+  checkStoredKey('lease.job', lease.job);
+  checkStoredKey('lease.key', lease.key);
   checkString('lease.owner', lease.owner);
   checkEpochMs('lease.scheduledAt', lease.scheduledAt);
   checkOverlap('lease.overlap', lease.overlap);
@@ -203,8 +211,10 @@ function checkCount(option: string, value: number, min: number): number {
  * {@link onRelease}).
  *
  * The tables and functions are created on first use unless `createTable` is false (see
- * `postgresLockStoreSql()`). When the database cannot be reached, or does not answer within
- * `timeout`, operations fail with `StoreUnavailableError`: the lock fails closed.
+ * `postgresLockStoreSql()`), and again when dropped later. When the database cannot be reached, or
+ * does not answer within `timeout`, operations fail with `StoreUnavailableError`; when the store
+ * cannot be set up (a missing schema or privilege), with `StoreSetupError`, saying what to do.
+ * Either way the lock fails closed.
  *
  * @example
  * import pg from 'pg';
@@ -225,11 +235,14 @@ export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry
   readonly #sql: ReturnType<typeof statements>;
   readonly #timeoutMs: number;
   readonly #notifications: ReleaseNotifications;
+  readonly #createTable: boolean;
   #ready: boolean;
   /** Claims and finishes of occurrences, many per statement (see {@link CallBatches}). */
   readonly #claims: CallBatches<unknown[], ClaimRow>;
   readonly #finishes: CallBatches<unknown[], { highest: string | null }>;
   #setup: Promise<void> | undefined;
+  /** The last operation's permanent set-up failure, until an operation succeeds: `now()` reports it. */
+  #setupError: StoreSetupError | undefined;
 
   /**
    * @param pool a `pg.Pool` you configured (TLS, credentials and timeouts are yours). The store
@@ -252,6 +265,7 @@ export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry
     if (typeof createTable !== 'boolean') {
       throw new InvalidOptionError('createTable', createTable, 'a boolean');
     }
+    this.#createTable = createTable;
     this.#ready = !createTable;
     this.#notifications = new ReleaseNotifications(pool, this.#tables, this.#timeoutMs);
     this.#claims = new CallBatches({
@@ -269,18 +283,29 @@ export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry
     }
   }
 
+  /**
+   * Throws `InvalidKeyError` unless the tables can keep `key`: no NUL character, at most 1000
+   * bytes of UTF-8.
+   */
+  checkKey(key: string): void {
+    checkStoredKey('key', key);
+  }
+
   async acquire(key: string, owner: string, ttlMs: number): Promise<number | undefined> {
+    checkStoredKey('key', key);
     const result = await this.#query<{ token: string }>('acquire', this.#sql.acquire, [key, owner, ttlMs]);
     const row = result.rows[0];
     return row === undefined ? undefined : Number(row.token);
   }
 
   async renew(key: string, owner: string, ttlMs: number): Promise<boolean> {
+    checkStoredKey('key', key);
     const result = await this.#query('renew', this.#sql.renew, [key, owner, ttlMs]);
     return result.rowCount === 1;
   }
 
   async release(key: string, owner: string): Promise<void> {
+    checkStoredKey('key', key);
     await this.#query('release', this.#sql.release, [key, owner]);
   }
 
@@ -293,7 +318,7 @@ export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry
    * down only costs the waiter's next poll.
    */
   onRelease(key: string, listener: () => void): () => void {
-    return this.#notifications.subscribe(checkString('key', key), listener);
+    return this.#notifications.subscribe(checkStoredKey('key', key), listener);
   }
 
   /**
@@ -305,6 +330,7 @@ export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry
   }
 
   async inspect(key: string): Promise<LeaseInfo | undefined> {
+    checkStoredKey('key', key);
     const result = await this.#query<{ owner: string; token: string; expires_at: number }>(
       'inspect',
       this.#sql.inspect,
@@ -315,8 +341,21 @@ export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry
     return { owner: row.owner, token: Number(row.token), expiresAt: new Date(Number(row.expires_at)) };
   }
 
-  /** The database's clock (`now()`), in epoch ms. */
+  /**
+   * The database's clock (`now()`), in epoch ms. While the last operation failed because the store is not set up (and
+   * cannot set itself up), it looks again first, and fails with that `StoreSetupError` until the
+   * store is usable: a probe of `now()` (`resil run --metrics`) then reports the store as down.
+   */
   async now(): Promise<number> {
+    if (this.#setupError !== undefined) {
+      // Set up again (idempotent), or without createTable only read the tables.
+      if (this.#createTable) {
+        this.#ready = false;
+        this.#setup = undefined;
+      }
+      await this.#bounded('now', this.#createTable ? this.#createTables() : this.#checkTables());
+      this.#setupError = undefined;
+    }
     const result = await this.#query<{ now: number }>('now', this.#sql.now, []);
     return Number(result.rows[0]!.now);
   }
@@ -326,9 +365,9 @@ export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry
       throw new InvalidOptionError('request', request, 'a ClaimRequest');
     }
     const { recordLimit, keepWithinMs } = ledgerTrimOf(request);
-    const job = checkString('request.job', request.job);
+    const job = checkStoredKey('request.job', request.job);
     const values = [
-      checkString('request.key', request.key),
+      checkStoredKey('request.key', request.key),
       job,
       checkEpochMs('request.scheduledAt', request.scheduledAt),
       checkString('request.owner', request.owner),
@@ -420,8 +459,8 @@ export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry
   }
 
   async runHistory(job: string, options: { key?: string; limit?: number } = {}): Promise<RunRecord[]> {
-    checkString('job', job);
-    const key = checkString('key', options.key ?? job);
+    checkStoredKey('job', job);
+    const key = checkStoredKey('key', options.key ?? job);
     const limit = checkCount('limit', options.limit ?? postgresLockStoreDefaults.historyLimit, 0);
     const result = await this.#query<{
       job: string;
@@ -452,8 +491,8 @@ export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry
   }
 
   async lastCompleted(job: string, options: { key?: string } = {}): Promise<number | undefined> {
-    checkString('job', job);
-    const key = checkString('key', options.key ?? job);
+    checkStoredKey('job', job);
+    const key = checkStoredKey('key', options.key ?? job);
     const result = await this.#query<{ last: number | null }>('lastCompleted', this.#sql.lastCompleted, [
       key,
       job,
@@ -464,22 +503,22 @@ export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry
 
   /** Pauses the job under `key` fleet-wide, at the database's clock (see `RunLedger.pauseJob`). */
   async pauseJob(job: string, options: { key: string; by: string; reason?: string }): Promise<void> {
-    checkString('job', job);
-    const key = checkString('key', options?.key);
+    checkStoredKey('job', job);
+    const key = checkStoredKey('key', options?.key);
     const by = checkString('by', options.by);
     const reason = options.reason === undefined ? null : checkString('reason', options.reason);
     await this.#query('pauseJob', this.#sql.pauseJob, [key, job, by, reason]);
   }
 
   async resumeJob(job: string, options: { key: string }): Promise<void> {
-    checkString('job', job);
-    const key = checkString('key', options?.key);
+    checkStoredKey('job', job);
+    const key = checkStoredKey('key', options?.key);
     await this.#query('resumeJob', this.#sql.resumeJob, [key, job]);
   }
 
   async pauseOf(job: string, options: { key: string }): Promise<JobPause | undefined> {
-    checkString('job', job);
-    const key = checkString('key', options?.key);
+    checkStoredKey('job', job);
+    const key = checkStoredKey('key', options?.key);
     const result = await this.#query<{ paused_at: number; paused_by: string; reason: string | null }>(
       'pauseOf',
       this.#sql.pauseOf,
@@ -603,15 +642,42 @@ export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry
     return replies;
   }
 
+  /** Reads each table once (no rows): fails as an operation would while one is missing. */
+  async #checkTables(): Promise<void> {
+    const { leases, occurrences, pauses, fences, instances } = this.#tables;
+    const reads = [leases, occurrences, pauses, fences, instances].map(
+      (table) => `(SELECT 1 FROM ${table} LIMIT 0)`,
+    );
+    await this.#pool.query(`SELECT ${reads.join(', ')}`);
+  }
+
   #query<R extends QueryResultRow = QueryResultRow>(
     operation: string,
     text: string,
     values: unknown[],
   ): Promise<QueryResult<R>> {
-    const work = this.#ready
-      ? this.#pool.query<R>(text, values)
-      : this.#createTables().then(() => this.#pool.query<R>(text, values));
-    return this.#bounded(operation, work);
+    return this.#bounded(operation, this.#send<R>(text, values));
+  }
+
+  /**
+   * Sends a statement, setting the tables up first when needed. A table or function dropped since
+   * the store set them up (42P01, 42883) is created again, with createTable, and the statement
+   * sent once more.
+   */
+  async #send<R extends QueryResultRow>(text: string, values: unknown[]): Promise<QueryResult<R>> {
+    if (!this.#ready) await this.#createTables();
+    let result: QueryResult<R>;
+    try {
+      result = await this.#pool.query<R>(text, values);
+    } catch (error) {
+      if (!this.#createTable || !isMissingObject(error)) throw error;
+      this.#ready = false;
+      this.#setup = undefined;
+      await this.#createTables();
+      result = await this.#pool.query<R>(text, values);
+    }
+    this.#setupError = undefined;
+    return result;
   }
 
   // The query itself cannot be cancelled from here; when the bound runs out the caller gets
@@ -620,7 +686,7 @@ export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry
   #bounded<T>(operation: string, work: Promise<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       const timer = setTimeout(() => {
-        reject(storeUnavailable(operation, new Error(`no answer within ${this.#timeoutMs} ms`)));
+        reject(storeError(operation, new Error(`no answer within ${this.#timeoutMs} ms`), this.#createTable));
       }, this.#timeoutMs);
       work.then(
         (value) => {
@@ -629,7 +695,9 @@ export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry
         },
         (error: unknown) => {
           clearTimeout(timer);
-          reject(storeUnavailable(operation, error));
+          const failure = storeError(operation, error, this.#createTable);
+          if (isStoreSetupError(failure)) this.#setupError = failure;
+          reject(failure);
         },
       );
     });

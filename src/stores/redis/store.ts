@@ -1,7 +1,7 @@
 import type { Cluster, Redis } from 'ioredis';
 import { parseDuration } from '../../pipeline/duration.ts';
 import { InvalidOptionError } from '../../pipeline/errors.ts';
-import { StaleTokenError, StoreUnavailableError } from '../../strategies/lock/errors.ts';
+import { InvalidKeyError, StaleTokenError, StoreUnavailableError } from '../../strategies/lock/errors.ts';
 import {
   type ClaimRequest,
   type ClaimResult,
@@ -22,7 +22,7 @@ import {
   runRecordOf,
   type StoredRunRecord,
 } from '../../strategies/lock/run-ledger.ts';
-import type { LeaseInfo, LockStore } from '../../strategies/lock/store.ts';
+import { type LeaseInfo, type LockStore, storeKeyByteLimit } from '../../strategies/lock/store.ts';
 import { CallBatches } from '../call-batches.ts';
 import {
   BoundedCommands,
@@ -171,6 +171,14 @@ export class RedisLockStore implements LockStore, RunLedger, InstanceRegistry {
       groupOf,
       limits: redisLedgerBatchLimits,
     });
+  }
+
+  /**
+   * Throws `InvalidKeyError` unless `key` is a lock key the store can keep: non-empty, without
+   * `}` (it would end the key's hash tag), at most 1000 bytes of UTF-8.
+   */
+  checkKey(key: string): void {
+    checkKey(key);
   }
 
   // acquire, renew and release are the hot path: no async wrapper, no named closures.
@@ -639,13 +647,24 @@ function serverMs(seconds: string, microseconds: string): number {
 }
 
 /**
- * Keys go inside a `{...}` hash tag. An empty one, or one starting with `}`, would make the tag
- * empty, so Redis Cluster would hash the whole key and the lease and token keys could land in
- * different slots.
+ * Lock keys and fenced resources go inside a `{...}` hash tag, which the first `}` ends. An empty
+ * one would make the tag empty (Redis Cluster would then hash the whole key, and the lease and
+ * token keys could land in different slots). One containing `}` would make its keys ambiguous: the
+ * value `v}:lease` of the resource `r` is `{r}:value:v}:lease`, the lease of the lock key
+ * `r}:value:v`. Without `}`, the tag is exactly the key, and distinct keys never share a Redis key.
+ * (A `{` inside the tag is harmless: Redis reads the tag up to the first `}`.)
  */
 function checkKey(key: string, name = 'key'): string {
-  if (typeof key !== 'string' || key.length === 0 || key.charCodeAt(0) === 125) {
-    throw new InvalidOptionError(name, key, "a non-empty string that does not start with '}'");
+  const refuse = (reason: string) => new InvalidKeyError('RedisLockStore', name, key, reason);
+  if (typeof key !== 'string') throw new InvalidOptionError(name, key, 'a non-empty string');
+  if (key.length === 0) throw refuse('it is empty');
+  if (key.includes('}')) {
+    throw refuse("it contains '}', which would end the {...} hash tag the store puts it in");
+  }
+  // A UTF-16 code unit is at most 3 bytes of UTF-8: a short key needs no counting.
+  const bytes = key.length * 3 <= storeKeyByteLimit ? 0 : Buffer.byteLength(key);
+  if (bytes > storeKeyByteLimit) {
+    throw refuse(`it is ${bytes} bytes of UTF-8; the limit is ${storeKeyByteLimit}`);
   }
   return key;
 }

@@ -1,4 +1,4 @@
-import { errorGuard, ResilienceError } from '../../pipeline/errors.ts';
+import { describeValue, errorGuard, ResilienceError } from '../../pipeline/errors.ts';
 
 /** The lock stayed held elsewhere for longer than `wait`. A rejection: the callback never ran. */
 export class LockNotAcquiredError extends ResilienceError {
@@ -56,6 +56,46 @@ export class StoreUnavailableError extends ResilienceError {
   }
 }
 
+/**
+ * A key the store cannot keep: too long, or with a character it cannot store or that would make it
+ * ambiguous. Permanent (the same key fails the same way every time), so it is refused, not taken
+ * for an outage. `resil run` refuses such a job when it loads the config (`LockStore.checkKey`).
+ */
+export class InvalidKeyError extends ResilienceError {
+  readonly code = 'INVALID_KEY';
+  constructor(
+    /** The store's class name: `PostgresLockStore`. */
+    readonly store: string,
+    /** What the key is to the store: `key`, `lease.key`, `job`, `resource`. */
+    readonly option: string,
+    readonly key: unknown,
+    /** Why, with the store's limit: `it is 3000 bytes of UTF-8; the limit is 1000`. */
+    readonly reason: string,
+  ) {
+    super(`${store} cannot keep the ${option} ${describeValue(key)}: ${reason}.`);
+    this.name = 'InvalidKeyError';
+  }
+}
+
+/**
+ * The store answers but is not set up, and cannot set itself up: its schema is missing, its
+ * database user lacks a privilege, or its tables are missing where it may not create them. Unlike
+ * an outage ({@link StoreUnavailableError}) it lasts until someone acts on the message, which says
+ * what to do. The lock fails closed: the callback does not run.
+ */
+export class StoreSetupError extends ResilienceError {
+  readonly code = 'STORE_SETUP';
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'StoreSetupError';
+  }
+  override isRejection(): boolean {
+    return true;
+  }
+}
+
+export const isStoreSetupError = errorGuard<StoreSetupError>('STORE_SETUP');
+export const isInvalidKeyError = errorGuard<InvalidKeyError>('INVALID_KEY');
 export const isLockNotAcquiredError = errorGuard<LockNotAcquiredError>('LOCK_NOT_ACQUIRED');
 export const isLockLostError = errorGuard<LockLostError>('LOCK_LOST');
 export const isStaleTokenError = errorGuard<StaleTokenError>('STALE_TOKEN');

@@ -49,9 +49,9 @@ export interface RunRecord {
   readonly token?: number;
   /** The instance of the latest claim, or the one whose fire was skipped or queued. */
   readonly instance?: string;
-  /** When the latest claim was granted, store clock, epoch ms. */
+  /** When the latest claim was granted, store clock, epoch ms (whole: a finer clock is truncated). */
   readonly startedAt?: number;
-  /** When it reached its final state, store clock, epoch ms. */
+  /** When it reached its final state, store clock, epoch ms (whole: a finer clock is truncated). */
   readonly endedAt?: number;
   /** A short error message for a failure. Never contains secrets. */
   readonly error?: string;

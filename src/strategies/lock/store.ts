@@ -46,4 +46,17 @@ export interface LockStore {
    * cannot see the fleet. Absent means shared.
    */
   readonly processLocal?: boolean;
+  /**
+   * Throws `InvalidKeyError` when the store cannot keep `key` (too long, or a character it cannot
+   * store), as every method given that key would. `resil run` calls it for each job's lock key
+   * when it loads the config, so such a job is refused there instead of failing every fire.
+   */
+  checkKey?(key: string): void;
 }
+
+/**
+ * The longest key the shipped stores keep, in bytes of UTF-8: a PostgreSQL btree index row holds
+ * at most about 2700 bytes, and a key shares its row with a job name of the same limit. Redis has
+ * the same limit, so a config moves between the stores unchanged.
+ */
+export const storeKeyByteLimit = 1_000;

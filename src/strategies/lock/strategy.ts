@@ -1,6 +1,6 @@
 import { provideAmbientContext } from '../../pipeline/ambient.ts';
 import { DerivedSignal, type ResilienceContext } from '../../pipeline/context.ts';
-import { parseDuration } from '../../pipeline/duration.ts';
+import { parseDuration, parsePositiveDuration } from '../../pipeline/duration.ts';
 import { checkFunction, checkOption, InvalidOptionError } from '../../pipeline/errors.ts';
 import { Outcome } from '../../pipeline/outcome.ts';
 import type {
@@ -72,8 +72,7 @@ class LockStrategy implements ResilienceStrategy {
       typeof options.key === 'function',
       "a function returning the key, e.g. () => 'job'",
     );
-    const ttl = parseDuration(options.ttl ?? lockDefaults.ttl, 'lock.ttl');
-    checkOption('lock.ttl', options.ttl, ttl > 0, 'a duration > 0');
+    const ttl = parsePositiveDuration(options.ttl ?? lockDefaults.ttl, 'lock.ttl');
     this.#wait = parseDuration(options.wait ?? lockDefaults.wait, 'lock.wait');
     checkOption(
       'lock.store',

@@ -1,6 +1,5 @@
 import type { SignalSource } from '../../pipeline/context.ts';
-import { parseDuration } from '../../pipeline/duration.ts';
-import { checkOption } from '../../pipeline/errors.ts';
+import { parsePositiveDuration } from '../../pipeline/duration.ts';
 import { systemTimeProvider, type TimeProvider, type TimerHandle } from '../../pipeline/time.ts';
 import { wholeNumber } from '../../pipeline/whole-number.ts';
 import { WaiterQueue } from '../concurrency-limiter/waiter-queue.ts';
@@ -33,8 +32,7 @@ export class SlidingWindowRateLimiter implements RateLimiter {
 
   constructor(options: SlidingWindowRateLimiterOptions & StandaloneLimiterOptions) {
     this.#permitLimit = wholeNumber(options.permitLimit, 'rateLimiter.permitLimit', 1);
-    const window = parseDuration(options.window ?? rateLimiterDefaults.window, 'rateLimiter.window');
-    checkOption('rateLimiter.window', options.window, window > 0, 'a duration > 0');
+    const window = parsePositiveDuration(options.window ?? rateLimiterDefaults.window, 'rateLimiter.window');
     const segments = wholeNumber(
       options.segmentsPerWindow ?? rateLimiterDefaults.segmentsPerWindow,
       'rateLimiter.segmentsPerWindow',

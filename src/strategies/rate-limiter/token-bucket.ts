@@ -1,6 +1,5 @@
 import type { SignalSource } from '../../pipeline/context.ts';
-import { parseDuration } from '../../pipeline/duration.ts';
-import { checkOption } from '../../pipeline/errors.ts';
+import { parsePositiveDuration } from '../../pipeline/duration.ts';
 import { systemTimeProvider, type TimeProvider, type TimerHandle } from '../../pipeline/time.ts';
 import { wholeNumber } from '../../pipeline/whole-number.ts';
 import { WaiterQueue } from '../concurrency-limiter/waiter-queue.ts';
@@ -36,15 +35,9 @@ export class TokenBucketRateLimiter implements RateLimiter {
       'rateLimiter.tokensPerPeriod',
       1,
     );
-    this.#period = parseDuration(
+    this.#period = parsePositiveDuration(
       options.replenishmentPeriod ?? rateLimiterDefaults.replenishmentPeriod,
       'rateLimiter.replenishmentPeriod',
-    );
-    checkOption(
-      'rateLimiter.replenishmentPeriod',
-      options.replenishmentPeriod,
-      this.#period > 0,
-      'a duration > 0',
     );
     this.#queueLimit = wholeNumber(
       options.queueLimit ?? rateLimiterDefaults.queueLimit,

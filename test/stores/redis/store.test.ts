@@ -2,6 +2,7 @@ import { Redis } from 'ioredis';
 import {
   type ClaimRequest,
   type ClaimResult,
+  isInvalidKeyError,
   isInvalidOptionError,
   isStaleTokenError,
   isStoreUnavailableError,
@@ -153,6 +154,41 @@ describe.skipIf(privateRedisUnavailableReason())('RedisLockStore on a private Re
     client?.disconnect();
     admin?.disconnect();
     await server?.stop();
+  });
+
+  it("refuses a lock key, ledger key or resource with '}', so that no two names share a Redis key", async () => {
+    const store = new RedisLockStore(client, { prefix: 'braces:' });
+    // The value 'v}:lease' of the resource 'r' is written at {r}:value:v}:lease ...
+    await store.fencedSet('r', 1, 'v}:lease', 'x');
+    expect(await admin.get('braces:{r}:value:v}:lease')).toBe('x');
+    // ... which would be the lease of the lock key 'r}:value:v': held forever, by nobody.
+    for (const key of ['r}:value:v', 'a}', 'a}b']) {
+      const refused = await store.acquire(key, 'owner', ttl).catch((error: unknown) => error);
+      expect(isInvalidKeyError(refused), String(refused)).toBe(true);
+      expect(refused).toMatchObject({ code: 'INVALID_KEY', store: 'RedisLockStore', option: 'key', key });
+      expect((refused as Error).message).toContain("contains '}'");
+    }
+    await expect(store.fencedSet('r}:x', 1, 'v', 'x')).rejects.toMatchObject({ option: 'resource' });
+    await expect(store.fencedGet('r}:x', 'v')).rejects.toMatchObject({ option: 'resource' });
+    await expect(claimOf(store, { job: 'report', key: 'report}:occ:x' })).rejects.toMatchObject({
+      option: 'key',
+    });
+    // A job name without a key of its own is the key.
+    await expect(claimOf(store, { job: 'n}:occ:n' })).rejects.toMatchObject({ option: 'key' });
+    await expect(store.runHistory('n', { key: 'n}' })).rejects.toMatchObject({ option: 'key' });
+    // At most 1000 bytes of UTF-8, as on PostgreSQL; checkKey() says so without a round trip.
+    await expect(store.acquire('é'.repeat(501), 'owner', ttl)).rejects.toThrow(
+      'RedisLockStore cannot keep the key "ééé',
+    );
+    expect(() => store.checkKey('é'.repeat(501))).toThrow('it is 1002 bytes of UTF-8; the limit is 1000.');
+    expect(() => store.checkKey('r}')).toThrow("contains '}'");
+    store.checkKey('é'.repeat(500));
+    // A '{' is no delimiter inside the tag: such a key works and stays apart from its neighbours.
+    const token = await store.acquire('{r', 'owner', ttl);
+    expect(token).toBeGreaterThan(0);
+    expect(await store.acquire('r', 'owner', ttl)).toBeGreaterThan(0);
+    expect(await admin.exists('braces:{{r}:lease', 'braces:{r}:lease')).toBe(2);
+    await admin.del(...(await scanKeys(admin, 'braces:*')));
   });
 
   it("puts every key it writes under the prefix, a lock's and its occurrences' under the lease key's hash tag", async () => {

@@ -72,6 +72,14 @@ describe('lock options are validated at build()', () => {
     });
   }
 
+  it('says what a ttl must be, the same for 0, -5, NaN, a word and 0s: a duration > 0', () => {
+    for (const ttl of [0, -5, Number.NaN, 'soon', '0s']) {
+      expect(() => buildWith({ key, ttl: ttl as never })).toThrow(
+        `Invalid option lock.ttl: expected a duration > 0: milliseconds or a string such as '250ms', '30s', '5m', '1h', got ${typeof ttl === 'string' ? `"${ttl}"` : String(ttl)}.`,
+      );
+    }
+  });
+
   it('names the bad value in the message', () => {
     expect(() => buildWith({ key, ttl: -5 })).toThrow(/lock\.ttl.*-5/);
     expect(() => buildWith({ key, wait: '5 minutes' as never })).toThrow(/lock\.wait.*"5 minutes"/);
