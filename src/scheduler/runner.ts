@@ -1,5 +1,5 @@
 import { systemTimeProvider, type TimeProvider, type TimerHandle } from '../pipeline/time.ts';
-import { hasRunLedger } from '../strategies/lock/run-ledger.ts';
+import { hasInstanceRegistry, hasRunLedger } from '../strategies/lock/run-ledger.ts';
 import { describeError } from './credentials.ts';
 import { ShutdownError, UnknownJobError } from './errors.ts';
 import { logSchedulerEvents } from './event-log.ts';
@@ -13,6 +13,7 @@ import {
   type SkipReason,
 } from './fire.ts';
 import { type DueEntry, FireQueue } from './fire-queue.ts';
+import { startInstanceHeartbeat } from './instance-heartbeat.ts';
 import { ledgerKeyOf, type ResolvedConfig, type ResolvedJob } from './job.ts';
 import { runJobHooks } from './job-hooks.ts';
 import { type JobSchedule, JobSchedules } from './occurrence.ts';
@@ -34,6 +35,8 @@ export interface JobRunnerOptions {
   clockWarnThresholdMs?: number;
   /** After the grace period, how long aborted jobs get to settle and release their leases. Defaults to 5 s. */
   abortSettleMs?: number;
+  /** What the instance registry (`resil instances`) shows as this instance's version. Defaults to `unknown`. */
+  version?: string;
 }
 
 /** A fire in progress, tracked for graceful shutdown. */
@@ -110,6 +113,9 @@ export class JobRunner {
   readonly #stopping = new AbortController();
   readonly #clockRefreshMs: number;
   readonly #abortSettleMs: number;
+  readonly #version: string;
+  /** Registers this instance in the store's registry while it runs (`resil instances`). */
+  #heartbeat: { stop(): Promise<void> } | undefined;
   #refreshTimer: TimerHandle | undefined;
   #state: 'idle' | 'running' | 'stopping' = 'idle';
   #stopped: Promise<void> | undefined;
@@ -120,6 +126,7 @@ export class JobRunner {
     this.#logger = options.logger.child({ instance: options.config.instance });
     this.#clockRefreshMs = options.clockRefreshMs ?? 60_000;
     this.#abortSettleMs = options.abortSettleMs ?? 5_000;
+    this.#version = options.version ?? 'unknown';
     this.#clock = new StoreClock(options.config.store, this.#time, {
       logger: this.#logger,
       warnThresholdMs: options.clockWarnThresholdMs,
@@ -219,6 +226,17 @@ export class JobRunner {
     }
     this.#queue.start();
     this.#logStarted(store);
+    if (hasInstanceRegistry(store)) {
+      this.#heartbeat = startInstanceHeartbeat(store, {
+        time: this.#time,
+        instance: this.#config.instance,
+        version: this.#version,
+        jobs: this.#jobs.length,
+        startedAt: Math.round(this.#clock.now()),
+        clockOffsetMs: () => this.#clock.offset?.offsetMs ?? 0,
+        onError: (error) => this.#logger.debug({ err: error }, 'instance registry: heartbeat failed'),
+      });
+    }
     // Deciding is a few ledger reads; the catch-up runs themselves go on in the background.
     await Promise.all(
       this.#jobs
@@ -297,6 +315,7 @@ export class JobRunner {
         );
       }
     }
+    await this.#heartbeat?.stop();
     this.#logger.info('runner stopped');
   }
 

@@ -34,6 +34,20 @@ describe('createScheduler (resil/scheduler)', () => {
     ]);
   });
 
+  it('registers the instance in the store while it runs (resil instances), heartbeat every 5 s, and removes it on stop', async () => {
+    const { time, store, scheduler } = setup();
+    expect(await store.listInstances()).toEqual([]);
+    await scheduler.start();
+    await time.advance(0);
+    const [registered] = await store.listInstances();
+    expect(registered).toMatchObject({ host: expect.any(String), pid: process.pid, jobs: 1, version: 'unknown' });
+    // Renewed before its 15 s registration runs out.
+    await time.advance(20_000);
+    expect(await store.listInstances()).toHaveLength(1);
+    await scheduler.stop();
+    expect(await store.listInstances()).toEqual([]);
+  });
+
   it('nextRuns: the next instants of a job, after now by the scheduler clock', async () => {
     const { scheduler } = setup();
     expect(scheduler.nextRuns('nightly-report', 3).map((date) => date.toISOString())).toEqual([

@@ -1,7 +1,5 @@
-import { hostname } from 'node:os';
 import type { Command } from 'commander';
 import type { ResolvedConfig } from '../../scheduler/job.ts';
-import { hasInstanceRegistry, type InstanceRegistry } from '../../strategies/lock/run-ledger.ts';
 import type { TextOutput } from '../output.ts';
 import { untilStopped } from '../stop-signals.ts';
 import { resolveLogLevel } from '../usage-error.ts';
@@ -14,11 +12,6 @@ export interface RunCommandHelpers {
   /** The process's exit code once the action returns. Defaults to setting `process.exitCode`. */
   setExitCode?(code: number): void;
 }
-
-/** How often a running instance renews its entry in the store's instance registry. */
-const instanceHeartbeatMs = 5_000;
-/** How long an entry outlives its last heartbeat: an instance disappears after missing about 3. */
-const instanceTtlMs = 15_000;
 
 /**
  * Adds `resil run [--job <name>...]`: schedules the jobs and runs until SIGINT/SIGTERM, then stops
@@ -55,7 +48,8 @@ the same on every instance. The fire asks the store's run ledger what to do with
   missed        a fire that cannot start within the job's startingDeadline (default 1 min) is skipped
   catch-up      with catchUp, the latest occurrence inside that window runs once at start
                 if the ledger has seen the job but not that occurrence
-  outage        store unreachable: the fire is skipped (store-unavailable); the runner stays up
+  outage        store unreachable: the fire asks again (backing off) until its startingDeadline,
+                then is skipped (store-unavailable); the runner stays up
   not set up    store reachable but not set up, and it cannot set itself up (a missing schema,
                 privilege or table): skipped (store-setup), logged as an error saying what to do
 
@@ -118,7 +112,12 @@ Examples:
       ]);
       // An unknown --job throws UnknownJobError, reported like `jobs run`'s (exit 2).
       const base = createLogger({ level });
-      const runner = new JobRunner({ config, logger: base, jobs: options.job });
+      const runner = new JobRunner({
+        config,
+        logger: base,
+        jobs: options.job,
+        version: command.parent?.version(),
+      });
       const logger = base.child({ instance: config.instance });
       // Why the store fails (WRONGPASS, an unknown database, a refused connection): said once,
       // plainly, at start and whenever the reason changes, besides each skipped fire's line.
@@ -168,18 +167,7 @@ Examples:
         abort: fault.signal,
       });
       await runner.start();
-      const heartbeat = hasInstanceRegistry(config.store)
-        ? startInstanceHeartbeat(config.store, {
-            instance: config.instance,
-            version: command.parent?.version() ?? 'unknown',
-            jobs: runner.jobs.length,
-            startedAt: Math.round(runner.clock.now()),
-            clockOffsetMs: () => runner.clock.offset?.offsetMs ?? 0,
-            onError: (error) => logger.debug({ err: error }, 'instance registry: heartbeat failed'),
-          })
-        : undefined;
       await stopped;
-      await heartbeat?.stop();
       await metrics?.close();
       connection.dispose();
       const code = faults.faulted ? faultExitCode : 0;
@@ -188,56 +176,4 @@ Examples:
       faults.dispose();
       setExitCode(code);
     });
-}
-
-/**
- * Registers the instance in the store's registry now and every {@link instanceHeartbeatMs}; `stop()`
- * clears the timer and removes the entry. A failing registry is reported to `onError` only: it never
- * stops or delays the runner, and a heartbeat still in flight is not sent again.
- */
-function startInstanceHeartbeat(
-  store: InstanceRegistry,
-  options: {
-    instance: string;
-    version: string;
-    jobs: number;
-    startedAt: number;
-    /** Store clock minus this instance's clock, ms: read at each heartbeat, as the runner re-learns it. */
-    clockOffsetMs: () => number;
-    onError: (error: unknown) => void;
-  },
-): { stop(): Promise<void> } {
-  const { instance, version, jobs, startedAt, onError } = options;
-  let inFlight: Promise<void> | undefined;
-  const beat = () => {
-    if (inFlight !== undefined) return;
-    const info = {
-      instance,
-      host: hostname(),
-      pid: process.pid,
-      version,
-      startedAt,
-      jobs,
-      clockOffsetMs: Math.round(options.clockOffsetMs()),
-    };
-    // Through then(): a custom store that throws instead of rejecting must not crash the runner either.
-    inFlight = Promise.resolve()
-      .then(() => store.registerInstance(info, { ttlMs: instanceTtlMs }))
-      .catch(onError)
-      .finally(() => {
-        inFlight = undefined;
-      });
-  };
-  beat();
-  // Not unref'd: the runner keeps the process alive anyway, and stop() clears it.
-  const timer = setInterval(beat, instanceHeartbeatMs);
-  return {
-    async stop() {
-      clearInterval(timer);
-      await inFlight;
-      await Promise.resolve()
-        .then(() => store.removeInstance(instance))
-        .catch(onError);
-    },
-  };
 }
