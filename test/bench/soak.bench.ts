@@ -60,7 +60,12 @@ export default defineConfig({
         }),
       );
     }
-    await Promise.all(runs.map((run) => run.waitForOutput(/runner started|"level":/, 20_000).catch(() => '')));
+    // Started once both have registered in the store's instance registry.
+    const deadline = performance.now() + 30_000;
+    while ((await admin.hlen('soak:{instances}:registry')) < instances) {
+      if (performance.now() > deadline) throw new Error('the instances did not start within 30 s');
+      await sleep(100);
+    }
     const started = performance.now();
     const rows: Array<Array<string | number>> = [];
     for (;;) {
