@@ -264,9 +264,9 @@ export class JobFirer {
         let woken = false;
         // Under a millisecond a timer would wait a whole one: ask now, the store never grants early.
         if (waitMs >= 1) {
-          const sleepSignal = sleepUntilStopped();
+          const until = sleepUntilStopped();
           try {
-            await (wakeUp ? wakeUp.sleep(time, waitMs, sleepSignal) : delay(time, waitMs, sleepSignal));
+            await (wakeUp ? wakeUp.sleep(time, waitMs, until) : delay(time, waitMs, until));
           } catch {
             return { outcome: 'skipped', reason: 'shutdown' };
           }

@@ -40,7 +40,12 @@ describe('createScheduler (resil/scheduler)', () => {
     await scheduler.start();
     await time.advance(0);
     const [registered] = await store.listInstances();
-    expect(registered).toMatchObject({ host: expect.any(String), pid: process.pid, jobs: 1, version: 'unknown' });
+    expect(registered).toMatchObject({
+      host: expect.any(String),
+      pid: process.pid,
+      jobs: 1,
+      version: 'unknown',
+    });
     // Renewed before its 15 s registration runs out.
     await time.advance(20_000);
     expect(await store.listInstances()).toHaveLength(1);
