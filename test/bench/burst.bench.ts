@@ -196,10 +196,10 @@ export default async function (options: BenchOptions): Promise<void> {
     rows.push([
       setup.name,
       `${formatNumber(result.distinct)} of ${formatNumber(jobs)}`,
-      formatNumber(result.duplicates),
-      formatNumber(result.lost),
+      result.duplicates.toLocaleString('en-US'),
+      result.lost.toLocaleString('en-US'),
       result.late.map(seconds).join(' / '),
-      result.commandsPerOccurrence.toFixed(1),
+      result.commandsPerOccurrence.toFixed(2),
       result.peakRss.map((mb) => mb.toFixed(0)).join(', '),
     ]);
   }
