@@ -28,6 +28,7 @@ import { databaseUrlForTests, uniqueSchemaName } from '../support/postgres.ts';
 import { freePort } from '../support/processes.ts';
 import {
   deleteKeys,
+  type RedisServer,
   redisServerAvailable,
   redisUrlForTests,
   startRedisServer,
@@ -295,6 +296,25 @@ describe.skipIf(!redisUrl || !faketime)(
     };
     const started = (run: RunProcess) =>
       run.waitForLine((line) => String(line.msg).startsWith('runner started'), 20_000, 'the runner start');
+    /** Three instances on the store's own Redis at `url`, one of them 2 s fast, once all have started. */
+    const fleetOfThree = async (fixture: RunFixture, url: string): Promise<RunProcess[]> => {
+      const options = { storeRedisUrl: url };
+      const fleet = [
+        start(fixture, 'a', options),
+        start(fixture, 'b', options),
+        start(fixture, 'fast', { ...options, clockOffset: '+2s' }),
+      ];
+      await Promise.all(fleet.map(started));
+      return fleet;
+    };
+    /** Stops `server`, and after `downMs` starts it again on its port; when it went down and came back (Redis TIME). */
+    const restart = async (server: RedisServer, downMs: number, args?: readonly string[]) => {
+      const downAt = await redisNow();
+      await server.stop();
+      await sleep(downMs);
+      const restarted = await startRedisServer({ port: server.port, args });
+      return { server: restarted, downAt, upAt: await redisNow() };
+    };
     /** The first start record at or after `after` (Redis TIME), waiting for it. */
     const nextStart = async (fixture: RunFixture, after: number, timeoutMs = 10_000): Promise<Entry> => {
       const deadline = performance.now() + timeoutMs;
@@ -384,20 +404,12 @@ describe.skipIf(!redisUrl || !faketime)(
             workMs: 200,
             lock: { ttl: 3_000, wait: 3_000 },
           });
-          const options = { storeRedisUrl: server.url };
-          const fleet = [
-            start(fixture, 'a', options),
-            start(fixture, 'b', options),
-            start(fixture, 'fast', { ...options, clockOffset: '+2s' }),
-          ];
-          await Promise.all(fleet.map(started));
+          const fleet = await fleetOfThree(fixture, server.url);
           const from = Math.ceil((await redisNow()) / 1000) * 1000 + 3_000;
           await sleep(from + 4_000 - (await redisNow()));
-          const downAt = await redisNow();
-          await server.stop();
-          await sleep(2_000);
-          server = await startRedisServer({ port: server.port });
-          const upAt = await redisNow();
+          let downAt: number;
+          let upAt: number;
+          ({ server, downAt, upAt } = await restart(server, 2_000));
           await sleep(8_000);
           const until = Math.floor((await redisNow()) / 1000) * 1000 - 3_000;
           await Promise.all(fleet.map((run) => run.process.stop(15_000)));
@@ -444,20 +456,12 @@ describe.skipIf(!redisUrl || !faketime)(
             // The occurrences of the outage all come due when it ends: they run one after another.
             overlap: 'buffer-all',
           });
-          const options = { storeRedisUrl: server.url };
-          const fleet = [
-            start(fixture, 'a', options),
-            start(fixture, 'b', options),
-            start(fixture, 'fast', { ...options, clockOffset: '+2s' }),
-          ];
-          await Promise.all(fleet.map(started));
+          const fleet = await fleetOfThree(fixture, server.url);
           const from = Math.ceil((await redisNow()) / 1000) * 1000 + 3_000;
           await sleep(from + 3_000 - (await redisNow()));
-          const downAt = await redisNow();
-          await server.stop();
-          await sleep(5_000);
-          server = await startRedisServer({ port: server.port, args: persistent });
-          const upAt = await redisNow();
+          let downAt: number;
+          let upAt: number;
+          ({ server, downAt, upAt } = await restart(server, 5_000, persistent));
           await sleep(10_000);
           const until = Math.floor((await redisNow()) / 1000) * 1000 - 3_000;
           await Promise.all(fleet.map((run) => run.process.stop(15_000)));
