@@ -86,7 +86,7 @@ export interface FireEnvironment {
   /** This instance's name, in the ledger and in logs. */
   readonly instance: string;
   readonly ledgerRetentionMs: number;
-  /** How many of a job's records the ledger keeps beyond those inside the job's window. */
+  /** How many of a job's latest records the ledger keeps (more while they are inside the job's window). */
   readonly ledgerRecordLimit: number;
   /** The logger jobs get as `ctx.logger` (bound to the job, the occurrence and the attempt). */
   readonly logger: SchedulerLogger;
@@ -173,8 +173,8 @@ export class JobFirer {
   /** Runs in progress on this instance (for `lock: false`, the only overlap guard there is). */
   #running = 0;
   /**
-   * What the ledger keeps of the job's records: every occurrence a fire may still claim (inside
-   * its starting deadline or catch-up window) and the latest `ledgerRecordLimit`, for the retention.
+   * What the ledger keeps of the job's records, for the retention: the latest `ledgerRecordLimit`,
+   * and past that every occurrence a fire may still claim (inside its deadline or catch-up window).
    */
   readonly #trim: Required<LedgerTrim>;
 

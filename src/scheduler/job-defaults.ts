@@ -6,7 +6,7 @@ export const configDefaults = {
   shutdownGrace: 30_000,
   /** How long completed occurrences stay in the run ledger, in ms (7 days). */
   ledgerRetention: 7 * 86_400_000,
-  /** How many of a job's records the run ledger keeps beyond those inside their window. */
+  /** How many of a job's latest records the run ledger keeps (more while they are inside their window). */
   ledgerRecordLimit: 100,
   /** A fire that starts later than this after its instant is skipped as `missed`, in ms. */
   startingDeadline: 60_000,

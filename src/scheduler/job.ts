@@ -168,8 +168,9 @@ export interface ResilConfig {
   /** How long completed occurrences stay in the run ledger. Defaults to 7 days. */
   ledgerRetention?: Duration;
   /**
-   * How many of a job's records the run ledger keeps, besides those of occurrences still inside
-   * their starting deadline or catch-up window (which dedupe their fires). Defaults to 100.
+   * How many of a job's latest records the run ledger keeps; a record of an occurrence still inside
+   * its starting deadline or catch-up window (it dedupes that occurrence's fires) is kept past that
+   * number. Defaults to 100.
    */
   ledgerRecordLimit?: number;
   /** Every job's `isolation` unless the job has its own. Defaults to `'none'`. */

@@ -116,7 +116,7 @@ export interface ClaimRequest {
   readonly manual?: boolean;
   /** Records older than this (by `scheduledAt`, store clock) are dropped. Defaults to 7 days. */
   readonly retentionMs?: number;
-  /** How many records the job keeps at most, besides those within `keepWithinMs` (see {@link LedgerTrim}). */
+  /** How many of its latest records the job keeps (more while they are within `keepWithinMs`; see {@link LedgerTrim}). */
   readonly recordLimit?: number;
   /** Records of occurrences younger than this are kept whatever `recordLimit` says (see {@link LedgerTrim}). */
   readonly keepWithinMs?: number;
@@ -252,8 +252,8 @@ export function hasJobPauses<S extends object>(store: S): store is S & PausableR
 }
 
 /**
- * How many records a job keeps by default, besides those still inside their window (see
- * {@link LedgerTrim}): its recent history, as `resil jobs history` shows it.
+ * How many of its latest records a job keeps by default, more while they are inside their window
+ * (see {@link LedgerTrim}): its recent history, as `resil jobs history` shows it.
  */
 export const ledgerRecordLimit = 100;
 export const ledgerDefaultRetentionMs = 7 * 86_400_000;
