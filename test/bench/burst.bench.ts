@@ -11,7 +11,6 @@
  * BENCH_BURST_INSTANCES. The smoke run: 200 jobs on 2 instances. Linux only (reads /proc).
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
