@@ -12,10 +12,10 @@ import type { LockStore } from '../strategies/lock/store.ts';
 import { LOCK_TOKEN } from '../strategies/lock/token.ts';
 import { describeError } from './credentials.ts';
 
-/** A claim a fire was granted, and when (monotonic) its claim request was sent. */
 /** The longest pause between finishes of a run whose lease ran out while the store was down. */
 const finishAfterLossDelay = 200;
 
+/** A claim a fire was granted, and when (monotonic) its claim request was sent. */
 export interface OccurrenceGrant {
   readonly lease: OccurrenceLease;
   readonly requestedAt: number;
@@ -39,8 +39,9 @@ export interface OccurrenceLeaseOptions {
  * `renewOccurrence`, aborts the job's signal with `LockLostError` when a renewal is refused
  * (taken over, or cancelled by `cancel-other`), and finishes the occurrence in the ledger with the
  * run's outcome, fenced by the lease's token (a refused finish turns the outcome into
- * `StaleTokenError`). A finish that hits a store error is retried, still renewing, for as long as
- * the lease is valid: once it is not, another instance may take the occurrence over.
+ * `StaleTokenError`). A finish that hits a store error is retried, still renewing, while the lease
+ * is valid, then every 200 ms at most for one more ttl (the store refuses it as stale once another
+ * instance took the occurrence over); after that the run is reported as not recorded.
  */
 export function occurrenceLeaseStrategy(options: OccurrenceLeaseOptions): StrategyFactory<never> {
   // Before build(): a pipeline enters the ambient context (usesAmbientContext) once it is provided.

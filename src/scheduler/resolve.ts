@@ -7,7 +7,7 @@ import type { TelemetryListener } from '../pipeline/strategy.ts';
 import { systemTimeProvider } from '../pipeline/time.ts';
 import { isInvalidKeyError } from '../strategies/lock/errors.ts';
 import { MemoryLockStore } from '../strategies/lock/memory-store.ts';
-import { type OverlapPolicy, overlapPolicies } from '../strategies/lock/run-ledger.ts';
+import { maxLedgerRecordLimit, type OverlapPolicy, overlapPolicies } from '../strategies/lock/run-ledger.ts';
 import type { LockStore } from '../strategies/lock/store.ts';
 import type { RetryStrategyOptions } from '../strategies/retry/options.ts';
 import { retryStrategy } from '../strategies/retry/strategy.ts';
@@ -659,11 +659,15 @@ export function resolveConfigSync(
   );
 
   const ledgerRecordLimit = raw.ledgerRecordLimit ?? configDefaults.ledgerRecordLimit;
-  if (!Number.isSafeInteger(ledgerRecordLimit) || (ledgerRecordLimit as number) < 1) {
+  if (
+    !Number.isSafeInteger(ledgerRecordLimit) ||
+    (ledgerRecordLimit as number) < 1 ||
+    (ledgerRecordLimit as number) > maxLedgerRecordLimit
+  ) {
     report({
       option: 'ledgerRecordLimit',
       value: ledgerRecordLimit,
-      message: `expected a whole number >= 1, ${got(ledgerRecordLimit)}`,
+      message: `expected a whole number from 1 to 1,000,000, ${got(ledgerRecordLimit)}`,
     });
   }
 

@@ -10,8 +10,15 @@ export interface BatchLimits {
 interface QueuedCall<Call, Reply> {
   readonly call: Call;
   readonly group: number;
+  /** Sent on its own: its batch failed as a whole and is being retried call by call. */
+  alone: boolean;
   resolve(reply: Reply): void;
   reject(error: unknown): void;
+}
+
+/** The store did not answer (down, stalled, or the bound ran out), as opposed to refusing the call. */
+function isNoAnswer(error: unknown): boolean {
+  return isStoreUnavailableError(error) && (error as Error).cause === undefined;
 }
 
 /** Defers the first send to the end of the tick, so that calls issued together go out together. */
@@ -27,7 +34,12 @@ const resolved = Promise.resolve();
  * time of a round trip from when it is sent, so ten thousand claims queued here wait their turn
  * without timing out, while a round trip that gets no answer within that bound means the store is
  * not answering. Then every call still queued fails with that error at once, instead of each
- * timing out in turn behind it; the fires retry them until their deadlines.
+ * timing out in turn behind it; the fires retry them until their deadlines. (No answer is a
+ * `StoreUnavailableError` without a `cause`: a store's error from the server has one.)
+ *
+ * With `retryAlone` (a round trip that is one transaction, as a PostgreSQL statement is), a batch
+ * the store refused with an error of its own is sent again call by call, so that one bad call
+ * fails alone instead of taking the others of its batch with it.
  *
  * With `groupOf` (Redis Cluster: the hash slot), a round trip holds the calls of one group only:
  * those of the first queued call's group among the next `maxBatch` queued.
@@ -36,6 +48,7 @@ export class CallBatches<Call, Reply> {
   readonly #send: (calls: readonly Call[]) => Promise<readonly Reply[]>;
   readonly #groupOf: ((call: Call) => number) | undefined;
   readonly #limits: BatchLimits;
+  readonly #retryAlone: boolean;
   /** Queued calls from `#head` on (a moving head: taking a batch off the front is O(batch)). */
   #queue: QueuedCall<Call, Reply>[] = [];
   #head = 0;
@@ -46,17 +59,19 @@ export class CallBatches<Call, Reply> {
     send: (calls: readonly Call[]) => Promise<readonly Reply[]>;
     groupOf?: ((call: Call) => number) | undefined;
     limits: BatchLimits;
+    retryAlone?: boolean;
   }) {
     this.#send = options.send;
     this.#groupOf = options.groupOf;
     this.#limits = options.limits;
+    this.#retryAlone = options.retryAlone === true;
   }
 
   /** Queues `call`; resolves with its reply, or rejects with what its round trip failed with. */
   run(call: Call): Promise<Reply> {
     return new Promise((resolve, reject) => {
       const group = this.#groupOf ? this.#groupOf(call) : 0;
-      this.#queue.push({ call, group, resolve, reject });
+      this.#queue.push({ call, group, alone: false, resolve, reject });
       this.#schedulePump();
     });
   }
@@ -80,7 +95,9 @@ export class CallBatches<Call, Reply> {
     const queue = this.#queue;
     const end = Math.min(queue.length, this.#head + this.#limits.maxBatch);
     let batch: QueuedCall<Call, Reply>[];
-    if (this.#groupOf === undefined) {
+    if (queue[this.#head]!.alone) {
+      batch = [queue[this.#head++]!];
+    } else if (this.#groupOf === undefined) {
       batch = queue.slice(this.#head, end);
       this.#head = end;
     } else {
@@ -119,9 +136,16 @@ export class CallBatches<Call, Reply> {
         for (const [index, queued] of batch.entries()) queued.resolve(replies[index]!);
       },
       (error: unknown) => {
+        if (this.#retryAlone && batch.length > 1 && !isNoAnswer(error)) {
+          // Refused as a whole (one transaction): each call again on its own, at the front.
+          for (const queued of batch) queued.alone = true;
+          this.#queue.splice(this.#head, 0, ...batch);
+          this.#done();
+          return;
+        }
         // No answer from a store with little in flight: what is queued behind it would wait as
         // long. It fails now; its callers retry.
-        const failing = isStoreUnavailableError(error) ? [...batch, ...this.#drain()] : batch;
+        const failing = isNoAnswer(error) ? [...batch, ...this.#drain()] : batch;
         this.#done();
         for (const queued of failing) queued.reject(error);
       },

@@ -566,6 +566,24 @@ export function describeRunLedgerConformance(
       expect((await history()).map((entry) => entry.scheduledAt)).toEqual([recent.scheduledAt]);
     });
 
+    it('trims the oldest records past recordLimit, but never a running one among them', async () => {
+      const { ledger, granted, history } = await setUp();
+      const trim = { recordLimit: 3, keepWithinMs: minute };
+      const claim = { startingDeadlineMs: 60 * minute, overlap: 'allow-all' as const };
+      await granted(past(50 * minute), claim); // runs on
+      const old = [40, 30, 20, 10].map((ago) => past(ago * minute));
+      for (const at of old) {
+        await ledger.finishOccurrence(await granted(at, claim), { outcome: 'success' }, trim);
+      }
+      // Five records, limit 3: the two oldest go, but the running one stays.
+      expect((await history({ limit: 100 })).map((entry) => entry.scheduledAt)).toEqual([
+        old[3],
+        old[2],
+        old[1],
+        past(50 * minute),
+      ]);
+    });
+
     it('keeps recordLimit records past keepWithinMs, and every record younger than it (those still dedupe their fires)', async () => {
       const { ledger, granted, claim, history } = await setUp();
       const trim = { recordLimit: 3, keepWithinMs: 5 * minute };

@@ -41,11 +41,11 @@ describe('config defaults', () => {
   });
 
   it('refuses a ledgerRecordLimit that is not a whole number >= 1', async () => {
-    for (const bad of [0, 2.5, '100', -1]) {
+    for (const bad of [0, 2.5, '100', -1, 2 ** 31]) {
       expect(
         await problemsOf({ ledgerRecordLimit: bad, jobs: [{ name: 'a', schedule: '* * * * *', run }] }),
       ).toEqual([
-        `${file}: option "ledgerRecordLimit": expected a whole number >= 1, got ${JSON.stringify(bad)}`,
+        `${file}: option "ledgerRecordLimit": expected a whole number from 1 to 1,000,000, got ${JSON.stringify(bad)}`,
       ]);
     }
   });

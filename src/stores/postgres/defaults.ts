@@ -15,8 +15,9 @@ export const postgresLockStoreDefaults = {
 export const maxIdentifierBytes = 63;
 
 /**
- * Occurrence claims and finishes per statement, and statements in flight at once (see
- * ../call-batches.ts): a statement of 100 claims takes a few tens of ms and holds the row locks
- * of its keys until it commits, and four in flight leave most of a default pool (10) to the rest.
+ * Occurrence claims and finishes per statement, and statements in flight at once for each of the
+ * two (see ../call-batches.ts): a statement of 100 claims takes a few tens of ms and holds the row
+ * locks of its keys until it commits; claims and finishes then hold at most 4 connections, and
+ * with the one that listens for releases they leave half of a default pool (10) to the rest.
  */
-export const postgresLedgerBatchLimits = { maxBatch: 100, maxInFlight: 4 } as const;
+export const postgresLedgerBatchLimits = { maxBatch: 100, maxInFlight: 2 } as const;

@@ -525,9 +525,6 @@ function createStatements(tables: PostgresTables): string[] {
   reason text,
   PRIMARY KEY (key, job)
 )`,
-    // The functions as they were before p_keep_ms, replaced by the ones below.
-    `DROP FUNCTION IF EXISTS ${tables.claim}(text, text, float8, text, text, float8, text, float8, boolean, float8, integer)`,
-    `DROP FUNCTION IF EXISTS ${tables.finish}(text, text, float8, text, bigint, text, text, text, float8, integer)`,
     claimFunction(tables),
     renewFunction(tables),
     finishFunction(tables),

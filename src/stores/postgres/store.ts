@@ -271,11 +271,13 @@ export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry
     this.#claims = new CallBatches({
       send: (calls) => this.#sendLedgerCalls('claimOccurrence', this.#sql.claim, this.#sql.claimBatch, calls),
       limits: postgresLedgerBatchLimits,
+      retryAlone: true,
     });
     this.#finishes = new CallBatches({
       send: (calls) =>
         this.#sendLedgerCalls('finishOccurrence', this.#sql.finish, this.#sql.finishBatch, calls),
       limits: postgresLedgerBatchLimits,
+      retryAlone: true,
     });
     if (typeof pool.on === 'function' && !poolsWithListener.has(pool)) {
       poolsWithListener.add(pool);
@@ -447,7 +449,8 @@ export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry
       lease.token,
       lease.overlap,
       result.outcome,
-      result.error ?? null,
+      // PostgreSQL text cannot hold NUL: a job's error message may.
+      result.error === undefined ? null : result.error.replaceAll('\0', '\uFFFD'),
       retentionMs,
       recordLimit,
       keepWithinMs,

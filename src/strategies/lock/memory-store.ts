@@ -405,9 +405,9 @@ export class MemoryLockStore extends MemoryLeaseStore implements RunLedger, Inst
     const oldest = [...ledger.entries.keys()].sort((a, b) => a - b);
     for (const at of oldest) {
       if (excess === 0 || at >= now - trim.keepWithinMs) break;
-      if (ledger.entries.get(at)!.record.outcome === 'running') continue;
-      drop(at);
+      // The oldest `excess` records go, as the other stores trim: a running one among them stays.
       excess--;
+      if (ledger.entries.get(at)!.record.outcome !== 'running') drop(at);
     }
   }
 }

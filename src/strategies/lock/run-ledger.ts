@@ -258,11 +258,13 @@ export function hasJobPauses<S extends object>(store: S): store is S & PausableR
 export const ledgerRecordLimit = 100;
 export const ledgerDefaultRetentionMs = 7 * 86_400_000;
 export const ledgerDefaultKeepWithinMs = 60_000;
+/** The largest `recordLimit`: well inside what every store counts in (PostgreSQL's `int`). */
+export const maxLedgerRecordLimit = 1_000_000;
 /** `recordLimit` and `keepWithinMs` checked for a store: whole numbers >= 1 and >= 0. */
 export function ledgerTrimOf(options: LedgerTrim): { recordLimit: number; keepWithinMs: number } {
   const recordLimit = options.recordLimit ?? ledgerRecordLimit;
-  if (!Number.isSafeInteger(recordLimit) || recordLimit < 1) {
-    throw new InvalidOptionError('recordLimit', recordLimit, 'a whole number >= 1');
+  if (!Number.isSafeInteger(recordLimit) || recordLimit < 1 || recordLimit > maxLedgerRecordLimit) {
+    throw new InvalidOptionError('recordLimit', recordLimit, 'a whole number from 1 to 1,000,000');
   }
   const keepWithinMs = options.keepWithinMs ?? ledgerDefaultKeepWithinMs;
   if (!(keepWithinMs >= 0) || !Number.isFinite(keepWithinMs)) {

@@ -465,6 +465,14 @@ describe.skipIf(!databaseUrl)('PostgresLockStore', () => {
       );
     }
 
+    it('records a failure whose error text holds a NUL (which PostgreSQL text cannot), with U+FFFD in its place', async () => {
+      const lease = await granted(sharedStore, request('nul-error', past(2_000)));
+      await sharedStore.finishOccurrence(lease, { outcome: 'failure', error: 'boom\0here' });
+      expect(await sharedStore.runHistory('nul-error')).toMatchObject([
+        { outcome: 'failure', error: 'boom\uFFFDhere' },
+      ]);
+    });
+
     it('250 concurrent claims are 3 statements (at most 100 each, sorted by key), and so are their finishes; each gets its own answer', async () => {
       const statements: string[] = [];
       // The pool as the store sees it: every statement it sends is counted.
