@@ -1,4 +1,26 @@
 export { defineConfig, defineJob } from './config/define.ts';
+export {
+  type ClaimRequest,
+  type ClaimResult,
+  hasInstanceRegistry,
+  hasJobPauses,
+  hasRunLedger,
+  type InstanceInfo,
+  type InstanceRegistry,
+  type JobPause,
+  type LedgerSkipReason,
+  type OccurrenceLease,
+  type OccurrenceState,
+  type OverlapPolicy,
+  overlapPolicies,
+  type PausableRunLedger,
+  type RegisteredInstance,
+  type RunLedger,
+  type RunOutcome,
+  type RunRecord,
+  type RunResult,
+} from './ledger/contract.ts';
+export { MemoryLockStore, type MemoryLockStoreOptions } from './ledger/memory-store.ts';
 export { currentContext } from './pipeline/ambient.ts';
 export {
   DerivedSignal,
@@ -115,33 +137,11 @@ export {
   StoreSetupError,
   StoreUnavailableError,
 } from './strategies/lock/errors.ts';
-export { MemoryLockStore, type MemoryLockStoreOptions } from './strategies/lock/memory-store.ts';
 export type {
   LockEventArguments,
   LockStoreErrorArguments,
   LockStrategyOptions,
 } from './strategies/lock/options.ts';
-export {
-  type ClaimRequest,
-  type ClaimResult,
-  hasInstanceRegistry,
-  hasJobPauses,
-  hasRunLedger,
-  type InstanceInfo,
-  type InstanceRegistry,
-  type JobPause,
-  type LedgerSkipReason,
-  type OccurrenceLease,
-  type OccurrenceState,
-  type OverlapPolicy,
-  overlapPolicies,
-  type PausableRunLedger,
-  type RegisteredInstance,
-  type RunLedger,
-  type RunOutcome,
-  type RunRecord,
-  type RunResult,
-} from './strategies/lock/run-ledger.ts';
 export type { LeaseInfo, LockStore } from './strategies/lock/store.ts';
 export { type LockStrategyError, lockStrategy } from './strategies/lock/strategy.ts';
 export { getLockToken, LOCK_TOKEN } from './strategies/lock/token.ts';

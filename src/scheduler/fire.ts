@@ -1,3 +1,4 @@
+import type { ClaimResult, LedgerTrim, RunLedger } from '../ledger/contract.ts';
 import type { ResilienceContext } from '../pipeline/context.ts';
 import type { Outcome } from '../pipeline/outcome.ts';
 import type { ResiliencePipeline } from '../pipeline/pipeline.ts';
@@ -16,7 +17,6 @@ import {
 } from '../strategies/lock/errors.ts';
 import { randomOwnerId } from '../strategies/lock/owner-id.ts';
 import { ReleaseWakeUp } from '../strategies/lock/release-wake-up.ts';
-import type { ClaimResult, LedgerTrim, RunLedger } from '../strategies/lock/run-ledger.ts';
 import type { LockStore } from '../strategies/lock/store.ts';
 import { lockStrategy } from '../strategies/lock/strategy.ts';
 import { LOCK_TOKEN } from '../strategies/lock/token.ts';

@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
+import type { InstanceRegistry } from '../ledger/contract.ts';
 import type { TimeProvider, TimerHandle } from '../pipeline/time.ts';
-import type { InstanceRegistry } from '../strategies/lock/run-ledger.ts';
 
 /** How often a running scheduler registers itself in the store's instance registry (`resil instances`). */
 export const instanceHeartbeatMs = 5_000;

@@ -1,6 +1,6 @@
+import type { OverlapPolicy } from '../ledger/contract.ts';
 import type { Duration } from '../pipeline/duration.ts';
 import type { TelemetryListener } from '../pipeline/strategy.ts';
-import type { OverlapPolicy } from '../strategies/lock/run-ledger.ts';
 import type { LockStore } from '../strategies/lock/store.ts';
 import type { RetryStrategyOptions } from '../strategies/retry/options.ts';
 import type { FinishedEvent, SchedulerEvent, SkippedEvent } from './events.ts';

@@ -1,3 +1,4 @@
+import type { LedgerTrim, OccurrenceLease, RunLedger } from '../ledger/contract.ts';
 import { provideAmbientContext } from '../pipeline/ambient.ts';
 import { DerivedSignal, type ResilienceContext } from '../pipeline/context.ts';
 import { Outcome } from '../pipeline/outcome.ts';
@@ -7,7 +8,6 @@ import { delay } from '../pipeline/time.ts';
 import { lockTiming } from '../strategies/lock/defaults.ts';
 import { isStaleTokenError, LockLostError } from '../strategies/lock/errors.ts';
 import { HeldLease } from '../strategies/lock/held-lease.ts';
-import type { LedgerTrim, OccurrenceLease, RunLedger } from '../strategies/lock/run-ledger.ts';
 import type { LockStore } from '../strategies/lock/store.ts';
 import { LOCK_TOKEN } from '../strategies/lock/token.ts';
 import { describeError } from './credentials.ts';

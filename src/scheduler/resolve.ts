@@ -1,13 +1,14 @@
 import { hostname } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import { Cron } from 'croner';
+import { type OverlapPolicy, overlapPolicies } from '../ledger/contract.ts';
+import { maxLedgerRecordLimit } from '../ledger/defaults.ts';
+import { MemoryLockStore } from '../ledger/memory-store.ts';
 import { formatDuration, parseDuration, parsePositiveDuration } from '../pipeline/duration.ts';
 import { isInvalidOptionError } from '../pipeline/errors.ts';
 import type { TelemetryListener } from '../pipeline/strategy.ts';
 import { systemTimeProvider } from '../pipeline/time.ts';
 import { isInvalidKeyError } from '../strategies/lock/errors.ts';
-import { MemoryLockStore } from '../strategies/lock/memory-store.ts';
-import { maxLedgerRecordLimit, type OverlapPolicy, overlapPolicies } from '../strategies/lock/run-ledger.ts';
 import type { LockStore } from '../strategies/lock/store.ts';
 import type { RetryStrategyOptions } from '../strategies/retry/options.ts';
 import { retryStrategy } from '../strategies/retry/strategy.ts';

@@ -1,5 +1,5 @@
+import { hasInstanceRegistry, hasRunLedger } from '../ledger/contract.ts';
 import { systemTimeProvider, type TimeProvider, type TimerHandle } from '../pipeline/time.ts';
-import { hasInstanceRegistry, hasRunLedger } from '../strategies/lock/run-ledger.ts';
 import { describeError } from './credentials.ts';
 import { ShutdownError, UnknownJobError } from './errors.ts';
 import { logSchedulerEvents } from './event-log.ts';

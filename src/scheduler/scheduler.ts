@@ -1,5 +1,5 @@
+import { MemoryLockStore } from '../ledger/memory-store.ts';
 import type { TimeProvider } from '../pipeline/time.ts';
-import { MemoryLockStore } from '../strategies/lock/memory-store.ts';
 import { ConfigError } from './config-error.ts';
 import type { SchedulerListener } from './events.ts';
 import type { FireResult, SchedulerLogger } from './fire.ts';

@@ -1,3 +1,5 @@
+export { describeInstanceRegistryConformance } from '../ledger/instance-registry-conformance.ts';
+export { describeRunLedgerConformance } from '../ledger/run-ledger-conformance.ts';
 export type {
   ConformanceAssertion,
   ConformanceFactory,
@@ -5,6 +7,4 @@ export type {
   ConformanceTestFunctions,
 } from './conformance-namespace.ts';
 export { FakeTimeProvider } from './fake-time-provider.ts';
-export { describeInstanceRegistryConformance } from './instance-registry-conformance.ts';
 export { describeLockStoreConformance, type LockStoreConformanceOptions } from './lock-store-conformance.ts';
-export { describeRunLedgerConformance } from './run-ledger-conformance.ts';

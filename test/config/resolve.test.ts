@@ -4,6 +4,7 @@ import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { formatRelative, formatSpan } from '../../src/cli/output.ts';
 import { importDefaults } from '../../src/config/import-module.ts';
+import { MemoryLockStore } from '../../src/ledger/memory-store.ts';
 import { describeValue } from '../../src/pipeline/errors.ts';
 import { ConfigError, formatConfigProblem, isConfigError } from '../../src/scheduler/config-error.ts';
 import { closestName } from '../../src/scheduler/did-you-mean.ts';
@@ -11,7 +12,6 @@ import { configDefaults } from '../../src/scheduler/job-defaults.ts';
 import { resolveConfig } from '../../src/scheduler/resolve.ts';
 import { PostgresLockStore } from '../../src/stores/postgres/store.ts';
 import { RedisLockStore } from '../../src/stores/redis/store.ts';
-import { MemoryLockStore } from '../../src/strategies/lock/memory-store.ts';
 
 const file = '/project/resil.config.ts';
 const run = async () => {};

@@ -3,14 +3,6 @@
  * and stores whose clock or availability a test controls.
  */
 
-import type { TimeProvider, TimerHandle } from '../../src/pipeline/time.ts';
-import { logSchedulerEvents } from '../../src/scheduler/event-log.ts';
-import type { SchedulerEvent } from '../../src/scheduler/events.ts';
-import { type FireEnvironment, JobFirer, type SchedulerLogger } from '../../src/scheduler/fire.ts';
-import type { JobContext, ResolvedConfig, ResolvedJob } from '../../src/scheduler/job.ts';
-import { StoreClock } from '../../src/scheduler/store-clock.ts';
-import { StoreUnavailableError } from '../../src/strategies/lock/errors.ts';
-import { MemoryLockStore } from '../../src/strategies/lock/memory-store.ts';
 import type {
   ClaimRequest,
   ClaimResult,
@@ -18,7 +10,15 @@ import type {
   RunLedger,
   RunRecord,
   RunResult,
-} from '../../src/strategies/lock/run-ledger.ts';
+} from '../../src/ledger/contract.ts';
+import { MemoryLockStore } from '../../src/ledger/memory-store.ts';
+import type { TimeProvider, TimerHandle } from '../../src/pipeline/time.ts';
+import { logSchedulerEvents } from '../../src/scheduler/event-log.ts';
+import type { SchedulerEvent } from '../../src/scheduler/events.ts';
+import { type FireEnvironment, JobFirer, type SchedulerLogger } from '../../src/scheduler/fire.ts';
+import type { JobContext, ResolvedConfig, ResolvedJob } from '../../src/scheduler/job.ts';
+import { StoreClock } from '../../src/scheduler/store-clock.ts';
+import { StoreUnavailableError } from '../../src/strategies/lock/errors.ts';
 import type { LeaseInfo, LockStore } from '../../src/strategies/lock/store.ts';
 import { FakeTimeProvider } from '../../src/testing/fake-time-provider.ts';
 

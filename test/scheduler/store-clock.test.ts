@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { MemoryLockStore } from '../../src/ledger/memory-store.ts';
 import { StoreClock } from '../../src/scheduler/store-clock.ts';
-import { MemoryLockStore } from '../../src/strategies/lock/memory-store.ts';
 import { FakeTimeProvider } from '../../src/testing/fake-time-provider.ts';
 import { ControlledStore, RecordingLogger } from './fixtures.ts';
 

@@ -45,7 +45,7 @@ describe('scripts/check-imports.ts', () => {
     const result = runCheck(root);
     expect(result.status).toBe(0);
     expect(result.stdout).toContain(
-      'imports follow cli -> entry points -> config -> integrations -> scheduler -> library',
+      'imports follow cli -> entry points -> config -> integrations -> scheduler -> stores -> library',
     );
   });
 
@@ -84,6 +84,8 @@ describe('scripts/check-imports.ts', () => {
     ['a re-export', 'src/testing/index.ts', "export * from '../scheduler/runner.ts';\n"],
     ['a dynamic import', 'src/scheduler/fire.ts', "export const load = () => import('../cli/main.ts');\n"],
     ['config importing the cli', 'src/config/validate.ts', "\n\nimport '../cli/main.ts';\n"],
+    ['a strategy importing the run ledger', 'src/strategies/lock.ts', "import '../ledger/contract.ts';\n"],
+    ['a store importing the scheduler', 'src/stores/redis.ts', "import '../scheduler/runner.ts';\n"],
     [
       'a scheduler file importing a config file no entry names',
       'src/scheduler/fire.ts',
@@ -101,7 +103,7 @@ describe('scripts/check-imports.ts', () => {
     const result = runCheck(root);
     expect(result.status).toBe(1);
     expect(result.stderr).toContain(
-      'import against the layers: src/stores/redis.ts:2 (library) imports src/config/load.ts (config)',
+      'import against the layers: src/stores/redis.ts:2 (stores) imports src/config/load.ts (config)',
     );
   });
 });

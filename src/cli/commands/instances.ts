@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { hasInstanceRegistry, type RegisteredInstance } from '../../strategies/lock/run-ledger.ts';
+import { hasInstanceRegistry, type RegisteredInstance } from '../../ledger/contract.ts';
 import { formatRelative, formatTable, formatTimeIn, localTimezone } from '../output.ts';
 import type { CommandHelpers } from '../program.ts';
 import { inMemoryStoreNote, readStore, storeFailure } from './store-error.ts';

@@ -1,5 +1,5 @@
+import { hasRunLedger, type RunRecord } from '../../ledger/contract.ts';
 import { ledgerKeyOf } from '../../scheduler/job.ts';
-import { hasRunLedger, type RunRecord } from '../../strategies/lock/run-ledger.ts';
 import { formatSpan, formatTable, formatTimeIn, localTimezone, type Styles } from '../output.ts';
 import type { CommandHelpers } from '../program.ts';
 import { jobNamed } from './jobs-next.ts';

@@ -1,11 +1,6 @@
+import { hasJobPauses, hasRunLedger, type JobPause, type RunRecord } from '../../ledger/contract.ts';
 import { ledgerKeyOf, type ResolvedConfig, type ResolvedJob } from '../../scheduler/job.ts';
 import { JobSchedules } from '../../scheduler/occurrence.ts';
-import {
-  hasJobPauses,
-  hasRunLedger,
-  type JobPause,
-  type RunRecord,
-} from '../../strategies/lock/run-ledger.ts';
 import { formatRelative, formatTable, formatTimeIn, localTimezone, type Styles } from '../output.ts';
 import type { CommandHelpers } from '../program.ts';
 import { inMemoryStoreNote, readStore } from './store-error.ts';

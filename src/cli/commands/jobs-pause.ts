@@ -1,5 +1,5 @@
+import { hasJobPauses, type JobPause, type PausableRunLedger } from '../../ledger/contract.ts';
 import { ledgerKeyOf, type ResolvedJob } from '../../scheduler/job.ts';
-import { hasJobPauses, type JobPause, type PausableRunLedger } from '../../strategies/lock/run-ledger.ts';
 import { formatRelative, formatTimeIn, localTimezone } from '../output.ts';
 import type { CommandHelpers } from '../program.ts';
 import { jobNamed } from './jobs-next.ts';

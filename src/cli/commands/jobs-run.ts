@@ -1,10 +1,10 @@
+import { hasJobPauses } from '../../ledger/contract.ts';
 import { formatDuration } from '../../pipeline/duration.ts';
 import { describeError } from '../../scheduler/credentials.ts';
 import { ShutdownError, UnknownJobError } from '../../scheduler/errors.ts';
 import { ledgerKeyOf } from '../../scheduler/job.ts';
 import { type FireResult, runJobNow } from '../../scheduler/runner.ts';
 import { isLockLostError } from '../../strategies/lock/errors.ts';
-import { hasJobPauses } from '../../strategies/lock/run-ledger.ts';
 import type { LeaseInfo } from '../../strategies/lock/store.ts';
 import { isTimeoutRejectedError } from '../../strategies/timeout/errors.ts';
 import { containJobFaults, faultExitCode } from '../job-faults.ts';

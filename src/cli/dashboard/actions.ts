@@ -1,9 +1,9 @@
+import { hasJobPauses, type JobPause, type PausableRunLedger } from '../../ledger/contract.ts';
 import { describeError } from '../../scheduler/credentials.ts';
 import { ShutdownError } from '../../scheduler/errors.ts';
 import type { SchedulerEvent } from '../../scheduler/events.ts';
 import { ledgerKeyOf, type ResolvedConfig, type ResolvedJob } from '../../scheduler/job.ts';
 import type { FireResult, SchedulerLogger } from '../../scheduler/runner.ts';
-import { hasJobPauses, type JobPause, type PausableRunLedger } from '../../strategies/lock/run-ledger.ts';
 import {
   inMemoryStoreNote,
   readStore,

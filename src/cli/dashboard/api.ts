@@ -1,6 +1,6 @@
+import type { OverlapPolicy } from '../../ledger/contract.ts';
+import { hasInstanceRegistry, hasJobPauses, hasRunLedger } from '../../ledger/contract.ts';
 import { ledgerKeyOf, type ResolvedConfig, type ResolvedJob } from '../../scheduler/job.ts';
-import type { OverlapPolicy } from '../../strategies/lock/run-ledger.ts';
-import { hasInstanceRegistry, hasJobPauses, hasRunLedger } from '../../strategies/lock/run-ledger.ts';
 import type { LeaseInfo } from '../../strategies/lock/store.ts';
 import { type InstanceEntry, instanceEntryOf } from '../commands/instances.ts';
 import { historyEntryOf, type JobHistoryEntry } from '../commands/jobs-history.ts';

@@ -3,11 +3,11 @@
  * instance, on a small node:http server. Loaded only when the option is given.
  */
 import { collectDefaultMetrics, Registry } from 'prom-client';
+import { hasRunLedger } from '../../ledger/contract.ts';
 import { systemTimeProvider, type TimeProvider } from '../../pipeline/time.ts';
 import type { SchedulerListener } from '../../scheduler/events.ts';
 import type { JobLogger, ResolvedJob } from '../../scheduler/job.ts';
 import type { StoreClock } from '../../scheduler/store-clock.ts';
-import { hasRunLedger } from '../../strategies/lock/run-ledger.ts';
 import type { LockStore } from '../../strategies/lock/store.ts';
 import { describeStoreError } from '../commands/store-error.ts';
 import { isLoopbackHost } from '../listen-address.ts';

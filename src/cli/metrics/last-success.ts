@@ -1,6 +1,6 @@
+import type { RunLedger } from '../../ledger/contract.ts';
 import { systemTimeProvider, type TimeProvider, type TimerHandle } from '../../pipeline/time.ts';
 import { ledgerKeyOf, type ResolvedJob } from '../../scheduler/job.ts';
-import type { RunLedger } from '../../strategies/lock/run-ledger.ts';
 import { withDeadline } from '../output.ts';
 
 export interface LastSuccessOptions {

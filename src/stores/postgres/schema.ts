@@ -1,3 +1,4 @@
+import { ledgerMessages } from '../../ledger/defaults.ts';
 import { InvalidOptionError } from '../../pipeline/errors.ts';
 import { maxIdentifierBytes, postgresLockStoreDefaults } from './defaults.ts';
 import type { PostgresTableOptions } from './options.ts';
@@ -115,10 +116,8 @@ export const someoneWaitsOn = (t: PostgresTables, key: string) =>
   `octet_length(${key}) < 8000 AND NOT pg_try_advisory_xact_lock(${t.waiterLockClass}, hashtext(${key}))`;
 
 // The failure messages the ledger records for an occurrence it gives up, as MemoryLockStore's.
-const abandonedMessage = literal(
-  'abandoned: its holder stopped renewing the lease and no instance took it over before the deadline',
-);
-const cancelledMessage = literal('cancelled: a newer occurrence replaced it (overlap: cancel-other)');
+const abandonedMessage = literal(ledgerMessages.abandoned);
+const cancelledMessage = literal(ledgerMessages.cancelled);
 
 /** timestamptz to epoch ms (float8), rounded to the microsecond so whole milliseconds come back whole. */
 export const toMs = (value: string) => `round((extract(epoch FROM ${value}) * 1000)::numeric, 3)::float8`;

@@ -1,7 +1,4 @@
 import type { Pool, QueryResult, QueryResultRow } from 'pg';
-import { parseDuration } from '../../pipeline/duration.ts';
-import { InvalidOptionError } from '../../pipeline/errors.ts';
-import { isStoreSetupError, StaleTokenError, type StoreSetupError } from '../../strategies/lock/errors.ts';
 import {
   type ClaimRequest,
   type ClaimResult,
@@ -11,7 +8,6 @@ import {
   type JobPause,
   type LedgerSkipReason,
   type LedgerTrim,
-  ledgerTrimOf,
   type OccurrenceLease,
   type OverlapPolicy,
   overlapPolicies,
@@ -20,7 +16,11 @@ import {
   type RunRecord,
   type RunResult,
   runRecordOf,
-} from '../../strategies/lock/run-ledger.ts';
+} from '../../ledger/contract.ts';
+import { ledgerTrimOf } from '../../ledger/defaults.ts';
+import { parseDuration } from '../../pipeline/duration.ts';
+import { InvalidOptionError } from '../../pipeline/errors.ts';
+import { isStoreSetupError, StaleTokenError, type StoreSetupError } from '../../strategies/lock/errors.ts';
 import type { LeaseInfo, LockStore } from '../../strategies/lock/store.ts';
 import { CallBatches } from '../call-batches.ts';
 import { postgresLedgerBatchLimits, postgresLockStoreDefaults } from './defaults.ts';

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { ledgerMessages } from '../../ledger/defaults.ts';
 
 /**
  * The store's Lua scripts. Each operation is one script, so it is atomic and takes one round trip:
@@ -108,13 +109,6 @@ if not owner then return false end
 local time = redis.call('TIME')
 return { owner, redis.call('GET', KEYS[2]) or '0', redis.call('PTTL', KEYS[1]), time[1], time[2] }
 `;
-
-/** The failure messages of an occurrence the ledger ends itself, as the memory store words them. */
-export const ledgerMessages = {
-  abandoned:
-    'abandoned: its holder stopped renewing the lease and no instance took it over before the deadline',
-  cancelled: 'cancelled: a newer occurrence replaced it (overlap: cancel-other)',
-} as const;
 
 /**
  * The run ledger's scripts all start with this. It mirrors `MemoryLockStore`'s ledger, decision for

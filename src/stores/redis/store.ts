@@ -1,7 +1,4 @@
 import type { Cluster, Redis } from 'ioredis';
-import { parseDuration } from '../../pipeline/duration.ts';
-import { InvalidOptionError } from '../../pipeline/errors.ts';
-import { InvalidKeyError, StaleTokenError, StoreUnavailableError } from '../../strategies/lock/errors.ts';
 import {
   type ClaimRequest,
   type ClaimResult,
@@ -11,7 +8,6 @@ import {
   type JobPause,
   type LedgerSkipReason,
   type LedgerTrim,
-  ledgerTrimOf,
   type OccurrenceLease,
   type OverlapPolicy,
   overlapPolicies,
@@ -21,7 +17,11 @@ import {
   type RunResult,
   runRecordOf,
   type StoredRunRecord,
-} from '../../strategies/lock/run-ledger.ts';
+} from '../../ledger/contract.ts';
+import { ledgerTrimOf } from '../../ledger/defaults.ts';
+import { parseDuration } from '../../pipeline/duration.ts';
+import { InvalidOptionError } from '../../pipeline/errors.ts';
+import { InvalidKeyError, StaleTokenError, StoreUnavailableError } from '../../strategies/lock/errors.ts';
 import { type LeaseInfo, type LockStore, storeKeyByteLimit } from '../../strategies/lock/store.ts';
 import { CallBatches } from '../call-batches.ts';
 import {

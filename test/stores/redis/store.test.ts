@@ -12,7 +12,7 @@ import {
 import { RedisLockStore, redisLockStoreDefaults } from 'resil/redis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // Not exported by the package: the limit the store must honour.
-import { ledgerRecordLimit } from '../../../src/strategies/lock/run-ledger.ts';
+import { ledgerRecordLimit } from '../../../src/ledger/defaults.ts';
 import {
   privateRedisUnavailableReason,
   type RedisServer,

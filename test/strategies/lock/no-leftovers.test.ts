@@ -42,7 +42,7 @@ describe('lock: nothing left behind', () => {
         contents: `
           export { PipelineBuilder } from './src/pipeline/pipeline-builder.ts';
           export { lockStrategy } from './src/strategies/lock/strategy.ts';
-          export { MemoryLockStore } from './src/strategies/lock/memory-store.ts';
+          export { MemoryLockStore } from './src/ledger/memory-store.ts';
           export { getLockToken, LOCK_TOKEN } from './src/strategies/lock/token.ts';
         `,
         resolveDir: root,

@@ -1,5 +1,5 @@
-import { StaleTokenError } from './errors.ts';
-import { MemoryLeaseStore, type MemoryLeaseStoreOptions } from './memory-lease-store.ts';
+import { StaleTokenError } from '../strategies/lock/errors.ts';
+import { MemoryLeaseStore, type MemoryLeaseStoreOptions } from '../strategies/lock/memory-lease-store.ts';
 import {
   type ClaimRequest,
   type ClaimResult,
@@ -9,14 +9,13 @@ import {
   type JobPause,
   type LedgerSkipReason,
   type LedgerTrim,
-  ledgerDefaultRetentionMs,
-  ledgerTrimOf,
   type OccurrenceLease,
   type RegisteredInstance,
   type RunLedger,
   type RunRecord,
   type RunResult,
-} from './run-ledger.ts';
+} from './contract.ts';
+import { ledgerDefaultRetentionMs, ledgerTrimOf } from './defaults.ts';
 
 export type MemoryLockStoreOptions = MemoryLeaseStoreOptions;
 

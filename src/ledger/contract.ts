@@ -1,4 +1,4 @@
-import { InvalidOptionError } from '../../pipeline/errors.ts';
+import { InvalidOptionError } from '../pipeline/errors.ts';
 
 /**
  * Temporal's overlap policies: what a fire does while an earlier occurrence of the job runs.
@@ -249,28 +249,6 @@ export function hasJobPauses<S extends object>(store: S): store is S & PausableR
     typeof candidate.resumeJob === 'function' &&
     typeof candidate.pauseOf === 'function'
   );
-}
-
-/**
- * How many of its latest records a job keeps by default, more while they are inside their window
- * (see {@link LedgerTrim}): its recent history, as `resil jobs history` shows it.
- */
-export const ledgerRecordLimit = 100;
-export const ledgerDefaultRetentionMs = 7 * 86_400_000;
-export const ledgerDefaultKeepWithinMs = 60_000;
-/** The largest `recordLimit`: well inside what every store counts in (PostgreSQL's `int`). */
-export const maxLedgerRecordLimit = 1_000_000;
-/** `recordLimit` and `keepWithinMs` checked for a store: whole numbers >= 1 and >= 0. */
-export function ledgerTrimOf(options: LedgerTrim): { recordLimit: number; keepWithinMs: number } {
-  const recordLimit = options.recordLimit ?? ledgerRecordLimit;
-  if (!Number.isSafeInteger(recordLimit) || recordLimit < 1 || recordLimit > maxLedgerRecordLimit) {
-    throw new InvalidOptionError('recordLimit', recordLimit, 'a whole number from 1 to 1,000,000');
-  }
-  const keepWithinMs = options.keepWithinMs ?? ledgerDefaultKeepWithinMs;
-  if (!(keepWithinMs >= 0) || !Number.isFinite(keepWithinMs)) {
-    throw new InvalidOptionError('keepWithinMs', keepWithinMs, 'a number of ms >= 0');
-  }
-  return { recordLimit, keepWithinMs };
 }
 
 /** What a running instance (`resil run`) says about itself in {@link InstanceRegistry.registerInstance}. */

@@ -1,11 +1,11 @@
-import type { InstanceInfo, InstanceRegistry } from '../strategies/lock/run-ledger.ts';
 import {
   type ConformanceFactory,
   type ConformanceTestFunctions,
   sleep,
   testFunctionsOf,
   uniqueNamespace,
-} from './conformance-namespace.ts';
+} from '../testing/conformance-namespace.ts';
+import type { InstanceInfo, InstanceRegistry } from './contract.ts';
 
 const second = 1_000;
 

@@ -1,12 +1,4 @@
 import { isStaleTokenError, StaleTokenError } from '../strategies/lock/errors.ts';
-import type {
-  ClaimRequest,
-  ClaimResult,
-  OccurrenceLease,
-  OverlapPolicy,
-  PausableRunLedger,
-  RunRecord,
-} from '../strategies/lock/run-ledger.ts';
 import type { LockStore } from '../strategies/lock/store.ts';
 import {
   type ConformanceFactory,
@@ -15,7 +7,15 @@ import {
   sleep,
   testFunctionsOf,
   uniqueNamespace,
-} from './conformance-namespace.ts';
+} from '../testing/conformance-namespace.ts';
+import type {
+  ClaimRequest,
+  ClaimResult,
+  OccurrenceLease,
+  OverlapPolicy,
+  PausableRunLedger,
+  RunRecord,
+} from './contract.ts';
 
 const second = 1_000;
 const minute = 60 * second;
