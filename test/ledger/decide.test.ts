@@ -1,0 +1,321 @@
+import { describe, expect, it } from 'vitest';
+import type { ClaimRequest, OccurrenceLease } from '../../src/ledger/contract.ts';
+import {
+  decideClaim,
+  decideFinish,
+  decideRenew,
+  type LedgerEntry,
+  type LedgerView,
+  resolvedTrim,
+  trimmed,
+} from '../../src/ledger/decide.ts';
+import { ledgerMessages } from '../../src/ledger/defaults.ts';
+
+// The decisions on plain data: a view in, an answer and the writes out. No store, no clock.
+
+const now = 1_000_000;
+const minute = 60_000;
+
+function view(options: Partial<Omit<LedgerView, 'entries'>> & { entries?: LedgerEntry[] } = {}): LedgerView {
+  const { entries = [], ...rest } = options;
+  return {
+    now,
+    paused: false,
+    ...rest,
+    entries: new Map(entries.map((entry) => [entry.scheduledAt, entry])),
+  };
+}
+
+function request(overrides: Partial<ClaimRequest> = {}): ClaimRequest {
+  return {
+    job: 'report',
+    key: 'report',
+    scheduledAt: now,
+    owner: 'owner-b',
+    instance: 'b',
+    ttlMs: 30_000,
+    overlap: 'skip',
+    startingDeadlineMs: minute,
+    ...overrides,
+  };
+}
+
+const running = (at: number, extra: Partial<LedgerEntry> = {}): LedgerEntry => ({
+  job: 'report',
+  scheduledAt: at,
+  outcome: 'running',
+  token: 7,
+  instance: 'a',
+  startedAt: at,
+  owner: 'owner-a',
+  expiresAt: now + 10_000,
+  ...extra,
+});
+
+const queued = (at: number, until = at + minute): LedgerEntry => ({
+  job: 'report',
+  scheduledAt: at,
+  outcome: 'queued',
+  instance: 'a',
+  queuedUntil: until,
+});
+
+const heldBy = (owner: string) => ({ owner, expiresAt: now + 10_000 });
+
+describe('decideClaim', () => {
+  it('grants a due occurrence on a free key: takes the key, a new token, a running entry', () => {
+    const { answer, changes } = decideClaim(view(), request());
+    expect(answer).toEqual({ status: 'granted', scheduledAt: now, takeover: false });
+    expect(changes.grant).toEqual({ scheduledAt: now, owner: 'owner-b', ttlMs: 30_000, holdsKey: true });
+    expect(changes.put).toEqual([
+      {
+        job: 'report',
+        scheduledAt: now,
+        outcome: 'running',
+        instance: 'b',
+        startedAt: now,
+        owner: 'owner-b',
+        expiresAt: now + 30_000,
+      },
+    ]);
+    expect(changes.trim).toBeUndefined();
+  });
+
+  it('makes an early fire wait for its instant and writes nothing', () => {
+    const { answer, changes } = decideClaim(view(), request({ scheduledAt: now + 5 }));
+    expect(answer).toEqual({ status: 'wait', retryAt: now + 5, runningElsewhere: false });
+    expect(changes).toEqual({ put: [] });
+  });
+
+  it('answers already-done for a final occurrence, and waits on one running elsewhere', () => {
+    const done: LedgerEntry = { job: 'report', scheduledAt: now, outcome: 'success', endedAt: now };
+    expect(decideClaim(view({ entries: [done] }), request()).answer).toEqual({
+      status: 'skipped',
+      reason: 'already-done',
+    });
+    const { answer, changes } = decideClaim(
+      view({ entries: [running(now)], lease: heldBy('owner-a'), current: now }),
+      request(),
+    );
+    expect(answer).toEqual({ status: 'wait', retryAt: now + 10_000, runningElsewhere: true });
+    expect(changes.put).toEqual([]);
+  });
+
+  it('takes over an abandoned occurrence with its takeover counted', () => {
+    const abandoned = running(now - 20_000, { expiresAt: now - 1 });
+    const { answer, changes } = decideClaim(
+      view({ entries: [abandoned], current: now - 20_000 }),
+      request({ scheduledAt: now - 20_000 }),
+    );
+    expect(answer).toEqual({ status: 'granted', scheduledAt: now - 20_000, takeover: true });
+    expect(changes.put[0]).toMatchObject({ outcome: 'running', owner: 'owner-b', takeovers: 1 });
+  });
+
+  it('fails an abandoned occurrence past its window, and a cancelled one', () => {
+    const late = running(now - 5 * minute, { expiresAt: now - 2 * minute });
+    const { answer, changes } = decideClaim(
+      view({ entries: [late] }),
+      request({ scheduledAt: now - 5 * minute }),
+    );
+    expect(answer).toEqual({ status: 'skipped', reason: 'already-done' });
+    expect(changes.put).toEqual([
+      {
+        job: 'report',
+        scheduledAt: now - 5 * minute,
+        outcome: 'failure',
+        token: 7,
+        instance: 'a',
+        startedAt: now - 5 * minute,
+        endedAt: now,
+        error: ledgerMessages.abandoned,
+      },
+    ]);
+    const cancelled = running(now - 1_000, { expiresAt: now - 1, cancelled: true });
+    const again = decideClaim(view({ entries: [cancelled] }), request({ scheduledAt: now - 1_000 }));
+    expect(again.changes.put[0]).toMatchObject({ outcome: 'failure', error: ledgerMessages.cancelled });
+  });
+
+  it('skips a fire as paused, but lets a paused job run a manual run', () => {
+    const { answer, changes } = decideClaim(view({ paused: true }), request());
+    expect(answer).toEqual({ status: 'skipped', reason: 'paused' });
+    expect(changes.put[0]).toMatchObject({ outcome: 'skipped', reason: 'paused', endedAt: now });
+    expect(changes.trim).toEqual(resolvedTrim({}));
+    expect(decideClaim(view({ paused: true }), request({ manual: true })).answer.status).toBe('granted');
+  });
+
+  it('refuses a manual run while the key is held, whatever the records say', () => {
+    expect(decideClaim(view({ lease: heldBy('owner-a') }), request({ manual: true })).answer).toEqual({
+      status: 'skipped',
+      reason: 'overlap',
+    });
+  });
+
+  it.each([
+    ['skip', { status: 'skipped', reason: 'overlap' }, 'skipped'],
+    ['buffer-one', { status: 'wait', retryAt: now + 10_000, runningElsewhere: false }, 'queued'],
+    ['buffer-all', { status: 'wait', retryAt: now + 10_000, runningElsewhere: false }, 'queued'],
+    ['cancel-other', { status: 'wait', retryAt: now + 10_000, runningElsewhere: false }, 'queued'],
+  ] as const)('while another occurrence runs, %s answers as its policy says', (overlap, answer, state) => {
+    const earlier = running(now - minute);
+    const decision = decideClaim(
+      view({ entries: [earlier], lease: heldBy('owner-a'), current: now - minute }),
+      request({ overlap }),
+    );
+    expect(decision.answer).toEqual(answer);
+    expect(decision.changes.put.find((entry) => entry.scheduledAt === now)?.outcome).toBe(state);
+    const cancelled = decision.changes.put.find((entry) => entry.scheduledAt === now - minute)?.cancelled;
+    expect(cancelled).toBe(overlap === 'cancel-other' ? true : undefined);
+  });
+
+  it('buffer-one keeps one waiting: a second fire is skipped as overlap', () => {
+    const decision = decideClaim(
+      view({ entries: [running(now - 2 * minute), queued(now - minute)], lease: heldBy('owner-a') }),
+      request({ overlap: 'buffer-one' }),
+    );
+    expect(decision.answer).toEqual({ status: 'skipped', reason: 'overlap' });
+  });
+
+  it('allow-all grants beside a held key, without taking it', () => {
+    const { answer, changes } = decideClaim(
+      view({ lease: heldBy('owner-a'), entries: [running(now - minute)] }),
+      request({ overlap: 'allow-all' }),
+    );
+    expect(answer).toEqual({ status: 'granted', scheduledAt: now, takeover: false });
+    expect(changes.grant?.holdsKey).toBe(false);
+  });
+
+  it('hands a free key to the oldest queued occurrence and queues the requested one', () => {
+    const { answer, changes } = decideClaim(
+      view({ entries: [queued(now - 1_000)] }),
+      request({ overlap: 'buffer-all' }),
+    );
+    expect(answer).toEqual({ status: 'granted', scheduledAt: now - 1_000, takeover: false });
+    expect(Object.fromEntries(changes.put.map((entry) => [entry.scheduledAt, entry.outcome]))).toEqual({
+      [now - 1_000]: 'running',
+      [now]: 'queued',
+    });
+  });
+
+  it('skips queued occurrences past their deadline as missed on the way to the oldest left', () => {
+    const { answer, changes } = decideClaim(
+      view({ entries: [queued(now - 3 * minute, now - 1), queued(now - 1_000)] }),
+      request({ overlap: 'buffer-all' }),
+    );
+    expect(answer).toMatchObject({ status: 'granted', scheduledAt: now - 1_000 });
+    expect(changes.put.find((entry) => entry.scheduledAt === now - 3 * minute)).toEqual({
+      job: 'report',
+      scheduledAt: now - 3 * minute,
+      outcome: 'skipped',
+      reason: 'missed',
+      instance: 'a',
+      endedAt: now,
+    });
+  });
+
+  it('skips a fire past its starting deadline as missed', () => {
+    const { answer } = decideClaim(view(), request({ scheduledAt: now - 2 * minute }));
+    expect(answer).toEqual({ status: 'skipped', reason: 'missed' });
+  });
+});
+
+describe('decideRenew', () => {
+  const lease: OccurrenceLease = {
+    job: 'report',
+    key: 'report',
+    scheduledAt: now,
+    owner: 'owner-a',
+    token: 7,
+    overlap: 'skip',
+  };
+
+  it('pushes the entry and the key to now + ttl while both are the holder`s', () => {
+    const { answer, changes } = decideRenew(
+      view({ entries: [running(now)], lease: heldBy('owner-a') }),
+      lease,
+      30_000,
+    );
+    expect(answer).toBe(true);
+    expect(changes.renewKey).toEqual({ owner: 'owner-a', ttlMs: 30_000 });
+    expect(changes.put[0]?.expiresAt).toBe(now + 30_000);
+  });
+
+  it('refuses a holder whose key went to another, and frees a cancelled occurrence', () => {
+    expect(decideRenew(view({ entries: [running(now)], lease: heldBy('x') }), lease, 1).answer).toBe(false);
+    const { answer, changes } = decideRenew(
+      view({ entries: [running(now, { cancelled: true })], lease: heldBy('owner-a') }),
+      lease,
+      1,
+    );
+    expect(answer).toBe(false);
+    expect(changes.releaseKey).toEqual({ owner: 'owner-a', scheduledAt: now });
+    expect(changes.put[0]?.expiresAt).toBe(now);
+  });
+});
+
+describe('decideFinish', () => {
+  const lease: OccurrenceLease = {
+    job: 'report',
+    key: 'report',
+    scheduledAt: now - 5_000,
+    owner: 'owner-a',
+    token: 7,
+    overlap: 'skip',
+  };
+  const trim = resolvedTrim({});
+
+  it('records the outcome without the lease fields, releases the key and trims', () => {
+    const { answer, changes } = decideFinish(
+      view({ entries: [running(now - 5_000)], lease: heldBy('owner-a') }),
+      lease,
+      { outcome: 'failure', error: 'boom' },
+      trim,
+    );
+    expect(answer).toEqual({ stale: false });
+    expect(changes.releaseKey).toEqual({ owner: 'owner-a', scheduledAt: now - 5_000 });
+    expect(changes.put).toEqual([
+      {
+        job: 'report',
+        scheduledAt: now - 5_000,
+        outcome: 'failure',
+        token: 7,
+        instance: 'a',
+        startedAt: now - 5_000,
+        endedAt: now,
+        error: 'boom',
+      },
+    ]);
+    expect(changes.trim).toBe(trim);
+  });
+
+  it('refuses a stale token, writing only the release', () => {
+    const successor = running(now - 5_000, { token: 9, owner: 'owner-b' });
+    const { answer, changes } = decideFinish(
+      view({ entries: [successor], lease: heldBy('owner-b') }),
+      lease,
+      { outcome: 'success' },
+      trim,
+    );
+    expect(answer).toEqual({ stale: true, latestToken: 9 });
+    expect(changes).toEqual({ put: [] });
+  });
+});
+
+describe('trimmed', () => {
+  const records = (ats: number[], outcome: 'success' | 'running' = 'success') =>
+    ats.map((scheduledAt) => ({ scheduledAt, outcome }));
+
+  it('drops records past the retention, never a running one', () => {
+    const trim = { retentionMs: 1_000, recordLimit: 100, keepWithinMs: 0 };
+    expect(trimmed([...records([now - 2_000]), ...records([now - 3_000], 'running')], now, trim)).toEqual([
+      now - 2_000,
+    ]);
+  });
+
+  it('drops the oldest past the limit, but none inside keepWithin, and counts a running one', () => {
+    const trim = { retentionMs: 10 * minute, recordLimit: 2, keepWithinMs: 1_500 };
+    const all = [...records([now - 4_000], 'running'), ...records([now - 3_000, now - 2_000, now - 1_000])];
+    // Two too many: the running one and now - 3000 are the oldest; the running one stays.
+    expect(trimmed(all, now, trim)).toEqual([now - 3_000]);
+    expect(trimmed(records([now - 1_200, now - 1_100, now - 1_000]), now, trim)).toEqual([]);
+  });
+});
