@@ -297,11 +297,14 @@ export function decideFinish(
  * The occurrences a trim drops of a job's records (`scheduledAt` and state of each): those older
  * than the retention, never a running one; then the oldest past the record limit, but none younger
  * than `keepWithinMs` nor a running one (a running one among the oldest counts, and stays).
+ * `records` may be the oldest of `total` records only, as long as it holds every one the trim
+ * could drop: those past the retention, and the oldest `total - recordLimit`.
  */
 export function trimmed(
   records: Iterable<{ readonly scheduledAt: number; readonly outcome: OccurrenceState }>,
   now: number,
   trim: ResolvedTrim,
+  total?: number,
 ): number[] {
   const drop: number[] = [];
   const kept: Array<{ scheduledAt: number; outcome: OccurrenceState }> = [];
@@ -310,7 +313,7 @@ export function trimmed(
       drop.push(record.scheduledAt);
     else kept.push(record);
   }
-  let excess = kept.length - trim.recordLimit;
+  let excess = (total === undefined ? kept.length : total - drop.length) - trim.recordLimit;
   if (excess <= 0) return drop;
   kept.sort((a, b) => a.scheduledAt - b.scheduledAt);
   for (const record of kept) {

@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto';
-import { ledgerMessages } from '../../ledger/defaults.ts';
 
 /**
  * The store's Lua scripts. Each operation is one script, so it is atomic and takes one round trip:
@@ -111,298 +110,132 @@ return { owner, redis.call('GET', KEYS[2]) or '0', redis.call('PTTL', KEYS[1]), 
 `;
 
 /**
- * The run ledger's scripts all start with this. It mirrors `MemoryLockStore`'s ledger, decision for
- * decision, on these keys (one lease key's hash tag, see keys.ts):
+ * The run ledger's two scripts: a read and a conditional write of one job's ledger on one key (see
+ * src/ledger/engine.ts). They decide nothing: the decisions run in the process, between them.
  *
- * KEYS: 1 lease, 2 token, 3 current, 4 occurrences, 5 index, 6 queue, 7 succeeded.
- * ARGV: 1 job, 2 scheduledAt, 3 owner, 4 overlap policy, then the script's own.
+ * KEYS (8 per call, one `{key}` hash tag, see keys.ts): 1 lease, 2 token, 3 current,
+ * 4 occurrences, 5 index, 6 queue, 7 succeeded, 8 paused.
  *
- * A record is the occurrence's public `RunRecord` fields plus what the ledger needs: `owner` and
- * `expiresAt` (the lease of a `running` occurrence, judged against `TIME`), `cancelled` (set by a
- * `cancel-other` fire), `queuedUntil` (the deadline of a `queued` one). Every number in a record is
- * a '%d' string: cjson prints numbers with 14 significant digits, and tokens have 16.
+ * The read's ARGV: job, '1' when a trim may follow, retention ms, record limit, the number of
+ * occurrences asked about, then those (as '%d' strings). It replies { now, the lease's owner or
+ * false, its PTTL, the job's current occurrence or false, 1 when paused, the record count (with a
+ * trim), the oldest occurrences (with a trim: those past the retention, and one more than the
+ * record limit's excess), the occurrences read, their records (JSON, or false),
+ * the version }: the version is a digest of everything read but the clock and the PTTL, so the
+ * write can tell whether any of it changed.
  */
-const ledgerPrelude = `
-local function release(lease, owner, channel)
-${releaseBlock}
-  return released
-end
-local job, at, owner, overlap = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
-local perOccurrence = overlap == 'allow-all'
-local time = redis.call('TIME')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-local abandonedMessage = '${ledgerMessages.abandoned}'
-local cancelledMessage = '${ledgerMessages.cancelled}'
-
+const ledgerReadBlock = `
 local function fmt(value) return string.format('%d', value) end
-local function expiry(record) return tonumber(record.expiresAt) or 0 end
-local function isFinal(outcome) return outcome == 'success' or outcome == 'failure' or outcome == 'skipped' end
 
-local function get(when)
-  local raw = redis.call('HGET', KEYS[4], fmt(when))
-  if raw then return cjson.decode(raw) end
-  return nil
+local function serverNow()
+  local time = redis.call('TIME')
+  return tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000), time
 end
 
-local function put(when, record)
-  local field = fmt(when)
-  redis.call('HSET', KEYS[4], field, cjson.encode(record))
-  redis.call('ZADD', KEYS[5], field, field)
-  if record.outcome == 'success' then
-    redis.call('ZADD', KEYS[7], field, field)
-  else
-    redis.call('ZREM', KEYS[7], field)
-  end
-end
-
-local function publicCopy(record)
-  return {
-    job = record.job, scheduledAt = record.scheduledAt, outcome = record.outcome, reason = record.reason,
-    token = record.token, instance = record.instance, startedAt = record.startedAt, endedAt = record.endedAt,
-    error = record.error, takeovers = record.takeovers,
-  }
-end
-
--- Its final state, without the lease, an earlier error or skip reason (the memory store's #end).
-local function finish(when, outcome, message)
-  local previous = get(when)
-  local record = previous and publicCopy(previous) or { job = job, scheduledAt = fmt(when) }
-  record.outcome, record.endedAt, record.error, record.reason = outcome, fmt(now), message, nil
-  put(when, record)
-end
-
--- An occurrence nobody may take over any more (cancelled, or abandoned past its window) fails.
-local function giveUp(when, record)
-  finish(when, 'failure', record.cancelled and cancelledMessage or abandonedMessage)
-end
-
--- Drops records older than the retention (by scheduledAt; never a running one), then the oldest
--- past the record limit, but none younger than keepWithin nor a running one: at most 100 looked
--- at, and 100 dropped, of each per call.
-local function trim(retention, limit, keepWithin)
-  local function drop(field)
-    redis.call('HDEL', KEYS[4], field)
-    redis.call('ZREM', KEYS[5], field)
-    redis.call('ZREM', KEYS[6], field)
-    redis.call('ZREM', KEYS[7], field)
-  end
-  local old = redis.call('ZRANGEBYSCORE', KEYS[5], '-inf', '(' .. fmt(now - retention), 'LIMIT', 0, 100)
-  for _, field in ipairs(old) do
-    local raw = redis.call('HGET', KEYS[4], field)
-    if not raw or cjson.decode(raw).outcome ~= 'running' then drop(field) end
-  end
-  local excess = redis.call('ZCARD', KEYS[5]) - limit
-  if excess > 0 then
-    local candidates = redis.call('ZRANGEBYSCORE', KEYS[5], '-inf', '(' .. fmt(now - keepWithin), 'LIMIT', 0, math.min(excess, 100))
-    for _, field in ipairs(candidates) do
-      local raw = redis.call('HGET', KEYS[4], field)
-      if not raw or cjson.decode(raw).outcome ~= 'running' then drop(field) end
+-- Returns the view, and the position of the first ARGV after the read's.
+local function readView(KEYS, ARGV, now)
+  local job, trim = ARGV[1], ARGV[2] == '1'
+  local owner = redis.call('GET', KEYS[1])
+  local pttl = owner and redis.call('PTTL', KEYS[1]) or -2
+  local current = redis.call('HMGET', KEYS[3], 'job', 'at')
+  local currentAt = current[1] == job and current[2] or false
+  local paused = redis.call('EXISTS', KEYS[8])
+  local queue = redis.call('ZRANGE', KEYS[6], 0, 999)
+  local total, oldest = 0, {}
+  if trim then
+    total = redis.call('ZCARD', KEYS[5])
+    if total > 0 then
+      local expired = redis.call('ZCOUNT', KEYS[5], '-inf', '(' .. fmt(now - tonumber(ARGV[3])))
+      -- One more than the excess: a decision may add a record older than some of these.
+      local n = math.min(math.max(expired, total + 1 - tonumber(ARGV[4])), 100)
+      if n > 0 then oldest = redis.call('ZRANGE', KEYS[5], 0, n - 1) end
     end
   end
-end
-
--- Frees the occurrence's lease when it is the caller's (the memory store's #releaseOccurrence),
--- as a release does, publishing on the key's channel.
-local function releaseOccurrence(when, record, channel)
-  if record.owner ~= owner then return end
-  record.expiresAt = fmt(now)
-  put(when, record)
-  if perOccurrence then return end
-  if release(KEYS[1], owner, channel) == 1 then
-    local current = redis.call('HMGET', KEYS[3], 'job', 'at')
-    if current[1] == job and current[2] == fmt(when) then redis.call('DEL', KEYS[3]) end
+  local fields, seen = {}, {}
+  local function want(field)
+    if field and not seen[field] then
+      seen[field] = true
+      fields[#fields + 1] = field
+    end
   end
+  local asked = tonumber(ARGV[5])
+  for i = 6, 5 + asked do want(ARGV[i]) end
+  want(currentAt)
+  for _, field in ipairs(queue) do want(field) end
+  for _, field in ipairs(oldest) do want(field) end
+  local records = redis.call('HMGET', KEYS[4], unpack(fields))
+  local parts = { owner or '', currentAt or '', paused, total, table.concat(queue, ','), table.concat(oldest, ',') }
+  for i, field in ipairs(fields) do parts[#parts + 1] = field .. '=' .. (records[i] or '') end
+  local version = redis.sha1hex(table.concat(parts, '\\n'))
+  return { owner or false, pttl, currentAt, paused, total, oldest, fields, records, version }, 6 + asked
 end
 `;
 
-/**
- * KEYS 8: the job's pause (see keys.ts). ARGV 5..11: instance, ttl ms, startingDeadlineMs, '1' for
- * a manual run, retention ms, record limit, keep-within ms (see `LedgerTrim`). Returns { 'granted', scheduledAt, token, 1 for a takeover } | { 'wait', retryAt, 1 when
- * running elsewhere } | { 'skipped', reason }. Recording a skip trims, as a finish does.
- */
-const claimOccurrenceScript = `${ledgerPrelude}
-local instance, ttl, window, manual = ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8] == '1'
+const ledgerReadScript = `${ledgerReadBlock}
+local now = serverNow()
+local view = readView(KEYS, ARGV, now)
+table.insert(view, 1, fmt(now))
+return view
+`;
 
-local function grant(when, takeover)
-  local token = redis.call('INCR', KEYS[2])
+/**
+ * The write's ARGV: the read's, then the version it read, the granted occurrence ('' for none),
+ * its owner, its ttl ms, '1' when it takes the key's lease, the ttl ms the key's lease is renewed
+ * for ('' for none), '1' to release the key's lease, '1' to clear the current occurrence with it,
+ * the number of records put, the number dropped, then 5 per put (occurrence, record JSON, '1' when
+ * new to the index, queue and succeeded index: '1' add, '-1' remove, '0' leave) and 3 per drop
+ * (occurrence, '1' when queued, '1' when succeeded). Writes nothing and replies 0 when the version
+ * changed; else replies the granted occurrence's token (written into its record), or -1.
+ *
+ * The token is an `INCR` of the key's counter, seeded from `TIME` as an acquire's is (see above).
+ */
+const ledgerWriteScript = `${ledgerReadBlock}
+local now, time = serverNow()
+local view, at = readView(KEYS, ARGV, now)
+if view[9] ~= ARGV[at] then return 0 end
+local grantAt, grantOwner, grantTtl, holdsKey = ARGV[at + 1], ARGV[at + 2], ARGV[at + 3], ARGV[at + 4] == '1'
+local renewTtl, release, clearCurrent = ARGV[at + 5], ARGV[at + 6] == '1', ARGV[at + 7] == '1'
+local puts, drops = tonumber(ARGV[at + 8]), tonumber(ARGV[at + 9])
+local token = -1
+if grantAt ~= '' then
+  token = redis.call('INCR', KEYS[2])
   if token == 1 then
     token = tonumber(time[1]) * 1000000 + tonumber(time[2])
     redis.call('SET', KEYS[2], fmt(token))
   end
-  local field = fmt(when)
-  if not perOccurrence then
-    redis.call('SET', KEYS[1], owner, 'PX', ARGV[6])
-    redis.call('HSET', KEYS[3], 'job', job, 'at', field)
-  end
-  redis.call('ZREM', KEYS[6], field)
-  local previous = get(when)
-  local takeovers = (previous and tonumber(previous.takeovers) or 0) + (takeover and 1 or 0)
-  local record = {
-    job = job, scheduledAt = field, outcome = 'running', token = fmt(token), instance = instance,
-    startedAt = fmt(now), owner = owner, expiresAt = fmt(now + ttl),
-  }
-  if takeovers > 0 then record.takeovers = fmt(takeovers) end
-  put(when, record)
-  return { 'granted', field, token, takeover and 1 or 0 }
-end
-
--- Queues the requested occurrence unless the policy says skip; false when it is to be skipped.
-local function enqueue(deadline)
-  if overlap == 'skip' then return false end
-  if overlap == 'buffer-one' then
-    local offset = 0
-    while true do
-      local fields = redis.call('ZRANGE', KEYS[6], offset, offset + 99)
-      for _, field in ipairs(fields) do
-        if tonumber(field) ~= at then
-          local raw = redis.call('HGET', KEYS[4], field)
-          local queued = raw and cjson.decode(raw)
-          if queued and queued.outcome == 'queued' and now <= (tonumber(queued.queuedUntil) or 0) then return false end
-        end
-      end
-      if #fields < 100 then break end
-      offset = offset + 100
-    end
-  end
-  local field = fmt(at)
-  redis.call('ZADD', KEYS[6], field, field)
-  put(at, { job = job, scheduledAt = field, outcome = 'queued', instance = instance, queuedUntil = fmt(deadline) })
-  return true
-end
-
-local function skip(reason)
-  local field = fmt(at)
-  redis.call('ZREM', KEYS[6], field)
-  put(at, { job = job, scheduledAt = field, outcome = 'skipped', reason = reason, endedAt = fmt(now), instance = instance })
-  trim(tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11]))
-  return { 'skipped', reason }
-end
-
-local entry = get(at)
-local leaseOwner = redis.call('GET', KEYS[1])
-if manual then
-  if not perOccurrence and leaseOwner then return { 'skipped', 'overlap' } end
-  return grant(at, false)
-end
-if now < at then return { 'wait', fmt(at), 0 } end
-if entry and isFinal(entry.outcome) then return { 'skipped', 'already-done' } end
-local running = entry and entry.outcome == 'running'
--- A paused job's running occurrence runs on; any other is skipped.
-if not running and redis.call('EXISTS', KEYS[8]) == 1 then return skip('paused') end
--- A running occurrence is judged by its own lease: still renewed, to be taken over, or given up.
-if running and expiry(entry) > now then return { 'wait', entry.expiresAt, 1 } end
-if running and (entry.cancelled or now > expiry(entry) + window) then
-  giveUp(at, entry)
-  return { 'skipped', 'already-done' }
-end
-local deadline = at + window
-
--- Another occurrence (or a plain lock) holds the lease this one needs.
-if not perOccurrence and leaseOwner then
-  local keyExpiresAt = fmt(now + math.max(redis.call('PTTL', KEYS[1]), 0))
-  -- Abandoned, but the key is taken: it waits for the key (a takeover still needs the lease).
-  if running then return { 'wait', keyExpiresAt, 1 } end
-  if now > deadline then return skip('missed') end
-  if not (entry and entry.outcome == 'queued') and not enqueue(deadline) then return skip('overlap') end
-  if overlap == 'cancel-other' then
-    local current = redis.call('HMGET', KEYS[3], 'job', 'at')
-    local holder = current[1] == job and current[2] and get(tonumber(current[2]))
-    if holder and holder.outcome == 'running' then
-      holder.cancelled = true
-      put(tonumber(current[2]), holder)
-    end
-  end
-  return { 'wait', keyExpiresAt, 0 }
-end
-if (not entry or entry.outcome == 'queued') and now > deadline then return skip('missed') end
-
--- The lease is free: it goes to the oldest occurrence still allowed to start.
-local pick, takeover = at, running
-if not perOccurrence then
-  local current = redis.call('HMGET', KEYS[3], 'job', 'at')
-  local currentAt = current[1] == job and current[2] and tonumber(current[2])
-  if currentAt and currentAt ~= at then
-    local abandoned = get(currentAt)
-    if abandoned and abandoned.outcome == 'running' then
-      if not abandoned.cancelled and now <= expiry(abandoned) + window then
-        if currentAt < pick then pick, takeover = currentAt, true end
-      else
-        giveUp(currentAt, abandoned)
-      end
-    end
-  end
-  -- Expired queued occurrences at the head of the queue are skipped as missed, a bounded number per call.
-  local purged = 0
-  while true do
-    local head = redis.call('ZRANGE', KEYS[6], 0, 0)[1]
-    if not head then break end
-    local raw = redis.call('HGET', KEYS[4], head)
-    local queued = raw and cjson.decode(raw)
-    if queued and queued.outcome == 'queued' and now <= (tonumber(queued.queuedUntil) or 0) then
-      local headAt = tonumber(head)
-      if headAt ~= at and headAt < pick then pick, takeover = headAt, false end
-      break
-    end
-    -- Ask again at once: the next call goes on purging.
-    if purged == 1000 then return { 'wait', fmt(now), 0 } end
-    redis.call('ZREM', KEYS[6], head)
-    if queued and queued.outcome == 'queued' then
-      queued.queuedUntil = nil
-      queued.outcome, queued.reason, queued.endedAt = 'skipped', 'missed', fmt(now)
-      put(tonumber(head), queued)
-    end
-    purged = purged + 1
+  if holdsKey then
+    redis.call('SET', KEYS[1], grantOwner, 'PX', grantTtl)
+    redis.call('HSET', KEYS[3], 'job', ARGV[1], 'at', grantAt)
   end
 end
-local granted = grant(pick, takeover)
--- Its own occurrence meets the one it was handed as it would meet any running occurrence.
-if pick ~= at and not entry then
-  if not enqueue(deadline) then skip('overlap') end
+local function index(key, field, change)
+  if change == '1' then redis.call('ZADD', key, field, field) elseif change == '-1' then redis.call('ZREM', key, field) end
 end
-return granted
-`;
-
-/**
- * ARGV 5: ttl ms, 6: the key's release channel. Returns 1 when renewed, else 0 (a cancelled
- * occurrence's lease is freed, which wakes the key's waiters).
- */
-const renewOccurrenceScript = `${ledgerPrelude}
-local record = get(at)
-if not record or record.outcome ~= 'running' or record.owner ~= owner or not (expiry(record) > now) then return 0 end
-if record.cancelled then
-  releaseOccurrence(at, record, ARGV[6])
-  return 0
+local p = at + 10
+for _ = 1, puts do
+  local field, record = ARGV[p], ARGV[p + 1]
+  if field == grantAt then record = '{"token":"' .. fmt(token) .. '",' .. string.sub(record, 2) end
+  redis.call('HSET', KEYS[4], field, record)
+  if ARGV[p + 2] == '1' then redis.call('ZADD', KEYS[5], field, field) end
+  index(KEYS[6], field, ARGV[p + 3])
+  index(KEYS[7], field, ARGV[p + 4])
+  p = p + 5
 end
--- Under the key's lease, that lease must still be the holder's too.
-if not perOccurrence then
-  if redis.call('GET', KEYS[1]) ~= owner then return 0 end
-  redis.call('PEXPIRE', KEYS[1], ARGV[5])
+if renewTtl ~= '' then redis.call('PEXPIRE', KEYS[1], renewTtl) end
+if release then
+  redis.call('DEL', KEYS[1])
+  redis.call('PUBLISH', string.sub(KEYS[1], 1, -6) .. 'released', '')
+  if clearCurrent then redis.call('DEL', KEYS[3]) end
 end
-record.expiresAt = fmt(now + tonumber(ARGV[5]))
-put(at, record)
-return 1
-`;
-
-/**
- * ARGV 5..12: token, outcome, '1' when an error message follows, error, retention ms, record
- * limit, the key's release channel (the release wakes the key's waiters), keep-within ms. Returns
- * nil when recorded, or the occurrence's highest token when `token` is lower (then only the
- * release was written). Then trims the job's records (see `LedgerTrim`), at most 100 of each kind
- * per call.
- */
-const finishOccurrenceScript = `${ledgerPrelude}
-local token, outcome = tonumber(ARGV[5]), ARGV[6]
-local record = get(at)
-if record then releaseOccurrence(at, record, ARGV[11]) end
-local latest = record and tonumber(record.token)
-if latest and latest > token then return fmt(latest) end
-if record and record.cancelled and outcome == 'failure' then
-  finish(at, 'failure', cancelledMessage)
-else
-  finish(at, outcome, ARGV[7] == '1' and ARGV[8] or nil)
+for _ = 1, drops do
+  local field = ARGV[p]
+  redis.call('HDEL', KEYS[4], field)
+  redis.call('ZREM', KEYS[5], field)
+  if ARGV[p + 1] == '1' then redis.call('ZREM', KEYS[6], field) end
+  if ARGV[p + 2] == '1' then redis.call('ZREM', KEYS[7], field) end
+  p = p + 3
 end
-trim(tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[12]))
-return false
+return token
 `;
 
 /** KEYS: index, occurrences. ARGV: limit (>= 1). Returns the records (JSON), newest first. */
@@ -497,21 +330,23 @@ return false
 
 /**
  * The batch form of a script (see ../call-batches.ts): its body runs once per call, in order, each
- * with its own KEYS and ARGV (`keysEach` and `argsEach` of them: the batch takes every call's KEYS,
- * then every call's ARGV), and the replies come back as one array. The body's KEYS and ARGV are
- * the function's parameters, so it runs unchanged. A body never replies nil (it would end the
- * array); `false` comes back as a null element.
+ * with its own KEYS (`keysEach` of them) and ARGV (each call's ARGV is preceded by its count), and
+ * the replies come back as one array. The body's KEYS and ARGV are the function's parameters, so it
+ * runs unchanged. A body never replies nil (it would end the array); `false` comes back as a null
+ * element.
  */
-function batchOf(body: string, keysEach: number, argsEach: number): string {
+function batchOf(body: string, keysEach: number): string {
   return `
 local function one(KEYS, ARGV)
 ${body}
 end
-local replies = {}
+local replies, offset = {}, 0
 for i = 0, #KEYS / ${keysEach} - 1 do
   local keys, args = {}, {}
   for j = 1, ${keysEach} do keys[j] = KEYS[i * ${keysEach} + j] end
-  for j = 1, ${argsEach} do args[j] = ARGV[i * ${argsEach} + j] end
+  local count = tonumber(ARGV[offset + 1])
+  for j = 1, count do args[j] = ARGV[offset + 1 + j] end
+  offset = offset + 1 + count
   replies[i + 1] = one(keys, args)
 end
 return replies
@@ -537,11 +372,9 @@ export const storeScripts = {
   acquireBatch: new StoreScript(acquireBatchScript, 3),
   releaseBatch: new StoreScript(releaseBatchScript, 1),
   inspect: new StoreScript(inspectScript, 2),
-  claimOccurrence: new StoreScript(claimOccurrenceScript, 8),
-  claimOccurrenceBatch: new StoreScript(batchOf(claimOccurrenceScript, 8, 11), 8),
-  renewOccurrence: new StoreScript(renewOccurrenceScript, 7),
-  finishOccurrence: new StoreScript(finishOccurrenceScript, 7),
-  finishOccurrenceBatch: new StoreScript(batchOf(finishOccurrenceScript, 7, 12), 7),
+  /** The run ledger's read and conditional write, in batch form (one call is a batch of one). */
+  ledgerRead: new StoreScript(batchOf(ledgerReadScript, 8), 8),
+  ledgerWrite: new StoreScript(batchOf(ledgerWriteScript, 8), 8),
   runHistory: new StoreScript(runHistoryScript, 2),
   lastCompleted: new StoreScript(lastCompletedScript, 1),
   pauseJob: new StoreScript(pauseJobScript, 1),

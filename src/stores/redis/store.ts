@@ -18,7 +18,16 @@ import {
   runRecordOf,
   type StoredRunRecord,
 } from '../../ledger/contract.ts';
+import type { LedgerEntry, LedgerView } from '../../ledger/decide.ts';
 import { ledgerTrimOf } from '../../ledger/defaults.ts';
+import {
+  LedgerEngine,
+  type ReadTarget,
+  type StoredView,
+  type WriteChanges,
+  type WriteReply,
+} from '../../ledger/engine.ts';
+import { ledgerEntryOf, type StoredLedgerEntry, storedEntryOf } from '../../ledger/stored-entry.ts';
 import { parseDuration } from '../../pipeline/duration.ts';
 import { InvalidOptionError } from '../../pipeline/errors.ts';
 import { InvalidKeyError, StaleTokenError, StoreUnavailableError } from '../../strategies/lock/errors.ts';
@@ -87,9 +96,11 @@ export class RedisLockStore implements LockStore, RunLedger, InstanceRegistry {
   readonly #keys: RedisKeys;
   readonly #bounded: BoundedCommands;
   readonly #batches: LeaseBatches;
-  /** Claims and finishes of occurrences, many per script call (see {@link CallBatches}). */
-  readonly #claims: CallBatches<LedgerCall, unknown>;
-  readonly #finishes: CallBatches<LedgerCall, unknown>;
+  /** The run ledger's decisions, on the two scripts below. */
+  readonly #ledger: LedgerEngine;
+  /** The ledger's reads and conditional writes, many per script call (see {@link CallBatches}). */
+  readonly #reads: CallBatches<LedgerCall, unknown>;
+  readonly #writes: CallBatches<LedgerCall, unknown>;
   readonly #waitForReplicas: number;
   readonly #replicaTimeout: number;
   readonly #notifications: ReleaseNotifications | undefined;
@@ -149,28 +160,23 @@ export class RedisLockStore implements LockStore, RunLedger, InstanceRegistry {
         : undefined;
     this.#batches = new LeaseBatches(this.#client, this.#bounded, slotOf);
     const groupOf = slotOf && ((call: LedgerCall) => slotOf(call.keys[0]!));
-    this.#claims = new CallBatches({
-      send: (calls) =>
-        this.#sendLedgerCalls(
-          'claimOccurrence',
-          storeScripts.claimOccurrence,
-          storeScripts.claimOccurrenceBatch,
-          calls,
-        ),
+    this.#reads = new CallBatches({
+      send: (calls) => this.#sendLedgerCalls(storeScripts.ledgerRead, calls, false),
       groupOf,
       limits: redisLedgerBatchLimits,
     });
-    this.#finishes = new CallBatches({
-      send: (calls) =>
-        this.#sendLedgerCalls(
-          'finishOccurrence',
-          storeScripts.finishOccurrence,
-          storeScripts.finishOccurrenceBatch,
-          calls,
-        ),
+    this.#writes = new CallBatches({
+      send: (calls) => this.#sendLedgerCalls(storeScripts.ledgerWrite, calls, true),
       groupOf,
       limits: redisLedgerBatchLimits,
     });
+    this.#ledger = new LedgerEngine(
+      {
+        read: (target) => this.#readLedger(target),
+        write: (target, version, changes) => this.#writeLedger(target, version, changes),
+      },
+      'RedisLockStore',
+    );
   }
 
   /**
@@ -286,9 +292,10 @@ export class RedisLockStore implements LockStore, RunLedger, InstanceRegistry {
   }
 
   /**
-   * One script: decides, on the server's clock, what the fire does (see `RunLedger`), exactly as
-   * `MemoryLockStore` does. Every key it touches shares the lease key's `{key}` hash tag. Recording
-   * a skip drops records past `request.retentionMs`, as a finish does.
+   * Decides, on the server's clock, what the fire does (see `RunLedger`): the ledger's decisions
+   * (src/ledger/decide.ts) between a read and a write of the job's ledger, the write made only
+   * where nothing read has changed since. Every key they touch shares the lease key's `{key}` hash
+   * tag. Recording a skip drops records past `request.retentionMs`, as a finish does.
    */
   async claimOccurrence(request: ClaimRequest): Promise<ClaimResult> {
     const { job, key, scheduledAt, owner, instance, ttlMs, overlap, startingDeadlineMs } = request;
@@ -303,56 +310,22 @@ export class RedisLockStore implements LockStore, RunLedger, InstanceRegistry {
       throw new InvalidOptionError('startingDeadlineMs', startingDeadlineMs, 'a number of ms >= 0');
     }
     const retentionMs = checkRetention(request.retentionMs);
-    const { recordLimit, keepWithinMs } = ledgerTrimOf(request);
-    const reply = (await this.#claims.run({
-      key,
-      keys: [...this.#keys.ledger(key, job), this.#keys.paused(key, job)],
-      argv: [
-        job,
-        scheduledAt,
-        owner,
-        overlap,
-        instance,
-        ttl,
-        startingDeadlineMs,
-        request.manual ? '1' : '0',
-        retentionMs,
-        recordLimit,
-        keepWithinMs,
-      ],
-    })) as [string, string | number, number?, number?];
-    switch (reply[0]) {
-      case 'granted':
-        return {
-          status: 'granted',
-          takeover: reply[3] === 1,
-          lease: { job, key, scheduledAt: Number(reply[1]), owner, token: Number(reply[2]), overlap },
-        };
-      case 'wait':
-        return { status: 'wait', retryAt: Number(reply[1]), runningElsewhere: reply[2] === 1 };
-      default:
-        return { status: 'skipped', reason: reply[1] as LedgerSkipReason | 'already-done' };
-    }
+    return this.#ledger.claimOccurrence({ ...request, ttlMs: ttl, retentionMs });
   }
 
   async renewOccurrence(lease: OccurrenceLease, ttlMs: number): Promise<boolean> {
-    const ttl = checkTtl(ttlMs);
-    const reply = await this.#writeScript('renewOccurrence', lease.key, storeScripts.renewOccurrence, [
-      ...this.#leaseArguments(lease),
-      ttl,
-      this.#keys.released(lease.key),
-    ]);
-    return reply === 1;
+    checkLease(lease);
+    return this.#ledger.renewOccurrence(lease, checkTtl(ttlMs));
   }
 
   /**
    * Records the end and releases the lease; a token lower than the occurrence's latest claim throws
    * `StaleTokenError` (only the release is written). Then drops records older than `retentionMs`
-   * and the oldest past `ledgerRecordLimit`, at most 100 of each per call.
+   * and the oldest past `ledgerRecordLimit`, at most 100 per call.
    */
   async finishOccurrence(lease: OccurrenceLease, result: RunResult, options: LedgerTrim = {}): Promise<void> {
-    const leaseArguments = this.#leaseArguments(lease);
-    const { recordLimit, keepWithinMs } = ledgerTrimOf(options);
+    checkLease(lease);
+    ledgerTrimOf(options);
     checkToken(lease.token, 'lease.token');
     if (result?.outcome !== 'success' && result?.outcome !== 'failure') {
       throw new InvalidOptionError('result.outcome', result?.outcome, "'success' or 'failure'");
@@ -361,23 +334,66 @@ export class RedisLockStore implements LockStore, RunLedger, InstanceRegistry {
       throw new InvalidOptionError('result.error', result.error, 'a string');
     }
     const retentionMs = checkRetention(options.retentionMs);
-    const keysEach = storeScripts.finishOccurrence.numberOfKeys;
-    const highest = await this.#finishes.run({
-      key: lease.key,
-      keys: leaseArguments.slice(0, keysEach) as string[],
-      argv: [
-        ...leaseArguments.slice(keysEach),
-        String(lease.token),
-        result.outcome,
-        result.error === undefined ? '0' : '1',
-        result.error ?? '',
-        retentionMs,
-        recordLimit,
-        this.#keys.released(lease.key),
-        keepWithinMs,
-      ],
-    });
-    if (highest !== null) throw new StaleTokenError(lease.job, lease.token, Number(highest));
+    const highest = await this.#ledger.finishOccurrence(lease, result, { ...options, retentionMs });
+    if (highest !== undefined) throw new StaleTokenError(lease.job, lease.token, highest);
+  }
+
+  /** The ledger's read of one job (see ledgerRead in scripts.ts). */
+  async #readLedger(target: ReadTarget): Promise<StoredView> {
+    const { key, job } = target;
+    const reply = (await this.#reads.run({
+      operation: target.operation,
+      key,
+      keys: this.#ledgerKeys(key, job),
+      argv: readArguments(target),
+    })) as LedgerReadReply;
+    return storedViewOf(reply, target);
+  }
+
+  /** The ledger's conditional write of one job (see ledgerWrite in scripts.ts). */
+  async #writeLedger(target: ReadTarget, version: string, changes: WriteChanges): Promise<WriteReply> {
+    const { grant, renewKey, releaseKey } = changes;
+    const argv: Argument[] = [
+      ...readArguments(target),
+      version,
+      grant === undefined ? '' : String(grant.scheduledAt),
+      grant?.owner ?? '',
+      grant === undefined ? '' : pxTtl(grant.ttlMs),
+      grant?.holdsKey ? '1' : '0',
+      renewKey === undefined ? '' : pxTtl(renewKey.ttlMs),
+      releaseKey === undefined ? '0' : '1',
+      releaseKey !== undefined && changes.current === releaseKey.scheduledAt ? '1' : '0',
+      changes.put.length,
+      changes.drop.length,
+    ];
+    for (const { entry, before } of changes.put) {
+      argv.push(
+        String(entry.scheduledAt),
+        JSON.stringify(storedEntryOf(entry)),
+        before === undefined ? '1' : '0',
+        indexChange(before?.outcome === 'queued', entry.outcome === 'queued'),
+        indexChange(before?.outcome === 'success', entry.outcome === 'success'),
+      );
+    }
+    for (const entry of changes.drop) {
+      argv.push(
+        String(entry.scheduledAt),
+        entry.outcome === 'queued' ? '1' : '0',
+        entry.outcome === 'success' ? '1' : '0',
+      );
+    }
+    const reply = (await this.#writes.run({
+      operation: target.operation,
+      key: target.key,
+      keys: this.#ledgerKeys(target.key, target.job),
+      argv,
+    })) as number;
+    if (reply === 0) return { written: false };
+    return reply > 0 ? { written: true, token: reply } : { written: true };
+  }
+
+  #ledgerKeys(key: string, job: string): string[] {
+    return [...this.#keys.ledger(key, job), this.#keys.paused(key, job)];
   }
 
   /** The job's occurrences under `key` (defaults to the job's name), newest first, at most `limit` (20). */
@@ -478,20 +494,6 @@ export class RedisLockStore implements LockStore, RunLedger, InstanceRegistry {
       .sort((a, b) => (a.instance < b.instance ? -1 : a.instance > b.instance ? 1 : 0));
   }
 
-  /** KEYS and the ARGV every ledger script starts with, for a granted lease. */
-  #leaseArguments(lease: OccurrenceLease): Argument[] {
-    if (lease === null || typeof lease !== 'object') {
-      throw new InvalidOptionError('lease', lease, 'an OccurrenceLease from claimOccurrence');
-    }
-    const { job, key, scheduledAt, owner, overlap } = lease;
-    checkJob(job, 'lease.job');
-    checkKey(key, 'lease.key');
-    checkEpochMs(scheduledAt, 'lease.scheduledAt');
-    checkOwner(owner, 'lease.owner');
-    checkOverlap(overlap, 'lease.overlap');
-    return [...this.#keys.ledger(key, job), job, scheduledAt, owner, overlap];
-  }
-
   /**
    * The fencing check, done by Redis: sets `<prefix>{resource}:value:<name>` to `value` only when
    * `token` is >= the highest token written to `resource` so far, and records `token` as the
@@ -548,32 +550,29 @@ export class RedisLockStore implements LockStore, RunLedger, InstanceRegistry {
   }
 
   /**
-   * Ledger calls as one round trip: a lone one as its script, more as the script's batch form
-   * (each call's KEYS, then each call's ARGV); one reply per call. Bounded like any command, and
-   * followed by `WAIT` when the store waits for replicas.
+   * Ledger calls as one round trip: the script's batch form (each call's KEYS, then each call's
+   * ARGV, preceded by its count); one reply per call. Bounded like any command; a write is followed
+   * by `WAIT` when the store waits for replicas.
    */
   #sendLedgerCalls(
-    operation: string,
-    single: StoreScript,
-    batch: StoreScript,
+    script: StoreScript,
     calls: readonly LedgerCall[],
+    writes: boolean,
   ): Promise<readonly unknown[]> {
-    const lone = calls.length === 1 ? calls[0]! : undefined;
-    const script = lone ? single : batch;
     const args: Argument[] = [];
     for (const call of calls) args.push(...call.keys);
-    for (const call of calls) args.push(...call.argv);
-    const numberOfKeys = single.numberOfKeys * calls.length;
-    const keys = lone ? lone.key : calls.map((call) => call.key);
-    const replies =
-      this.#waitForReplicas === 0
-        ? this.#bounded.run(operation, keys, (load) =>
-            runScript(this.#client, script, load, args, numberOfKeys),
-          )
-        : this.#bounded
-            .run(operation, keys, (load) => this.#withWait(script, load, args, numberOfKeys))
-            .then((replies) => this.#checkReplicated(operation, keys, replies));
-    return lone ? replies.then((reply) => [reply]) : (replies as Promise<unknown[]>);
+    for (const call of calls) args.push(call.argv.length, ...call.argv);
+    const numberOfKeys = script.numberOfKeys * calls.length;
+    const keys = calls.length === 1 ? calls[0]!.key : calls.map((call) => call.key);
+    const operation = [...new Set(calls.map((call) => call.operation))].join('/');
+    if (!writes || this.#waitForReplicas === 0) {
+      return this.#bounded.run(operation, keys, (load) =>
+        runScript(this.#client, script, load, args, numberOfKeys),
+      ) as Promise<unknown[]>;
+    }
+    return this.#bounded
+      .run(operation, keys, (load) => this.#withWait(script, load, args, numberOfKeys))
+      .then((replies) => this.#checkReplicated(operation, keys, replies) as unknown[]);
   }
 
   /** One script, bounded. */
@@ -629,8 +628,9 @@ export class RedisLockStore implements LockStore, RunLedger, InstanceRegistry {
 
 const maxDate = 8.64e15;
 
-/** One claim or finish of an occurrence: its lease key (for messages), its script's KEYS and ARGV. */
+/** One read or write of the run ledger: its operation and lease key (for messages), its script's KEYS and ARGV. */
 interface LedgerCall {
+  readonly operation: string;
   readonly key: string;
   readonly keys: readonly string[];
   readonly argv: readonly Argument[];
@@ -736,4 +736,68 @@ function checkOverlap(overlap: OverlapPolicy, name = 'overlap'): void {
 /** The public `RunRecord` of one the scripts keep as JSON (numbers as '%d' strings). */
 function parseRecord(line: string): RunRecord {
   return runRecordOf(JSON.parse(line) as StoredRunRecord);
+}
+
+/** The read's ARGV (see ledgerRead in scripts.ts). */
+function readArguments(target: ReadTarget): Argument[] {
+  const { trim } = target;
+  return [
+    target.job,
+    trim === undefined ? '0' : '1',
+    trim?.retentionMs ?? 0,
+    trim?.recordLimit ?? 0,
+    target.occurrences.length,
+    ...target.occurrences.map(String),
+  ];
+}
+
+/** What the read script replies (see ledgerRead in scripts.ts). */
+type LedgerReadReply = [
+  now: string,
+  owner: string | null,
+  pttl: number,
+  current: string | null,
+  paused: number,
+  total: number,
+  oldest: string[],
+  fields: string[],
+  records: Array<string | null>,
+  version: string,
+];
+
+function storedViewOf(reply: LedgerReadReply, target: ReadTarget): StoredView {
+  const [nowText, owner, pttl, current, paused, total, oldest, fields, records, version] = reply;
+  const now = Number(nowText);
+  const entries = new Map<number, LedgerEntry>();
+  for (const [index, field] of fields.entries()) {
+    const record = records[index];
+    if (record != null) entries.set(Number(field), ledgerEntryOf(JSON.parse(record) as StoredLedgerEntry));
+  }
+  const view: LedgerView = {
+    now,
+    ...(owner === null ? {} : { lease: { owner, expiresAt: pttl < 0 ? maxDate : now + pttl } }),
+    ...(current === null ? {} : { current: Number(current) }),
+    paused: paused === 1,
+    entries,
+  };
+  if (target.trim === undefined) return { view, version };
+  const history = { total, oldest: oldest.map(Number).filter((at) => entries.has(at)) };
+  return { view, version, history };
+}
+
+/** '1' when an occurrence joins an index, '-1' when it leaves it, '0' when neither. */
+function indexChange(before: boolean, after: boolean): string {
+  return before === after ? '0' : after ? '1' : '-1';
+}
+
+function checkLease(lease: OccurrenceLease): void {
+  if (lease === null || typeof lease !== 'object') {
+    throw new InvalidOptionError('lease', lease, 'an OccurrenceLease from claimOccurrence');
+  }
+  const { job, key, scheduledAt, owner, overlap } = lease;
+  checkJob(job, 'lease.job');
+  checkKey(key, 'lease.key');
+  checkEpochMs(scheduledAt, 'lease.scheduledAt');
+  checkOwner(owner, 'lease.owner');
+  checkOverlap(overlap, 'lease.overlap');
 }
