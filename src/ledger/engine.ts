@@ -14,18 +14,20 @@ import {
 } from './decide.ts';
 
 /**
- * What a store shared by processes gives the run ledger: two atomic calls, and no decision of its
- * own. The decisions (decide.ts) run in the process between them.
- *
- * - `read`: one job's {@link LedgerView} on one key, on the store's clock, with a `version` that
- *   changes whenever anything in it changes (a digest of what it read will do). With `trim`, the
- *   view has `history`: the job's record count and its oldest records, so a trim can be decided.
- * - `write`: the changes, only where the view's `version` is still the store's (else nothing is
- *   written, and the reply says so); a grant's token is issued in the same atomic step.
+ * What a store shared by processes gives the run ledger: one atomic step per job and key, and no
+ * decision of its own. `apply` reads the job's {@link StoredView} on the store's clock, hands it to
+ * `decide` (the decisions of decide.ts run in the process), and writes what `decide` returns,
+ * issuing a grant's fencing token, all as one atomic step: under a lock (a PostgreSQL transaction
+ * holding the key's row), or as a read and a write made only where the read's `version` still
+ * holds, read and decided again when it does not ({@link compareAndWrite}, for Redis).
  */
 export interface LedgerPrimitive {
-  read(target: ReadTarget): Promise<StoredView>;
-  write(target: ReadTarget, version: string, changes: WriteChanges): Promise<WriteReply>;
+  apply(target: ReadTarget, decide: (stored: StoredView) => WriteChanges | undefined): Promise<Applied>;
+}
+
+/** What an `apply` wrote: the grant's token, when it granted. */
+export interface Applied {
+  readonly token?: number;
 }
 
 /** What a read covers: one job's ledger on one key, and the occurrences the caller asks about. */
@@ -42,7 +44,8 @@ export interface ReadTarget {
 /** A view as a store read it. */
 export interface StoredView {
   readonly view: LedgerView;
-  readonly version: string;
+  /** For {@link compareAndWrite}: changes whenever anything read changes (a digest will do). */
+  readonly version?: string;
   /**
    * With a `trim` target: the job's record count, and its oldest occurrences (their entries are in
    * `view.entries`), oldest first: every one past the retention, and one more than the record
@@ -70,18 +73,41 @@ export type WriteReply = { readonly written: true; readonly token?: number } | {
 const maxAttempts = 50;
 
 /**
- * The run ledger's operations on a {@link LedgerPrimitive}: read, decide, write where nothing
- * changed, and read and decide again when something did.
+ * `apply` for a store with a read and a conditional write (Redis): reads, decides, and writes only
+ * where the version read still holds; else reads and decides again.
+ */
+export function compareAndWrite(
+  storeName: string,
+  read: (target: ReadTarget) => Promise<StoredView>,
+  write: (target: ReadTarget, version: string, changes: WriteChanges) => Promise<WriteReply>,
+): LedgerPrimitive['apply'] {
+  return async (target, decide) => {
+    for (let attempt = 1; ; attempt++) {
+      const stored = await read(target);
+      const changes = decide(stored);
+      if (changes === undefined) return {};
+      const reply = await write(target, stored.version!, changes);
+      if (reply.written) return reply.token === undefined ? {} : { token: reply.token };
+      if (attempt === maxAttempts) {
+        throw new StoreUnavailableError(
+          `${storeName}: the run ledger of "${target.job}" changed under each of ${maxAttempts} attempts to write it.`,
+        );
+      }
+    }
+  };
+}
+
+/**
+ * The run ledger's operations on a {@link LedgerPrimitive}: each one decision (decide.ts) in one
+ * atomic step of the store.
  */
 export class LedgerEngine {
   readonly #primitive: LedgerPrimitive;
-  readonly #storeName: string;
-  /** Per job and key: the last decision queued, settled. */
+  /** Per key: the last decision queued, settled. */
   readonly #inFlight = new Map<string, Promise<void>>();
 
-  constructor(primitive: LedgerPrimitive, storeName: string) {
+  constructor(primitive: LedgerPrimitive) {
     this.#primitive = primitive;
-    this.#storeName = storeName;
   }
 
   async claimOccurrence(request: ClaimRequest): Promise<ClaimResult> {
@@ -128,19 +154,18 @@ export class LedgerEngine {
   }
 
   /**
-   * One decision at a time per job and key in this process: each write changes what the next one
-   * reads, so decisions made side by side on one view would all but one have to be made again.
+   * One decision at a time per key in this process: each write changes what the next one reads
+   * (the key's lease, the job's records), so decisions made side by side on one view would all but
+   * one have to be made again; and a store's batch then holds at most one decision per key.
    */
   #decide<A>(
     target: ReadTarget,
     decide: (view: LedgerView) => Decision<A>,
   ): Promise<{ answer: A; token?: number }> {
-    const id = `${target.key}\u0000${target.job}`;
+    const id = target.key;
     const previous = this.#inFlight.get(id);
     const run =
-      previous === undefined
-        ? this.#attempt(target, decide)
-        : previous.then(() => this.#attempt(target, decide));
+      previous === undefined ? this.#apply(target, decide) : previous.then(() => this.#apply(target, decide));
     const settled = run.then(ignore, ignore);
     this.#inFlight.set(id, settled);
     settled.then(() => {
@@ -149,23 +174,17 @@ export class LedgerEngine {
     return run;
   }
 
-  async #attempt<A>(
+  async #apply<A>(
     target: ReadTarget,
     decide: (view: LedgerView) => Decision<A>,
   ): Promise<{ answer: A; token?: number }> {
-    for (let attempt = 1; ; attempt++) {
-      const stored = await this.#primitive.read(target);
-      const { answer, changes } = decide(stored.view);
-      const write = writeChangesOf(stored, changes);
-      if (write === undefined) return { answer };
-      const reply = await this.#primitive.write(target, stored.version, write);
-      if (reply.written) return reply.token === undefined ? { answer } : { answer, token: reply.token };
-      if (attempt === maxAttempts) {
-        throw new StoreUnavailableError(
-          `${this.#storeName}: the run ledger of "${target.job}" changed under each of ${maxAttempts} attempts to write it.`,
-        );
-      }
-    }
+    let answer: A | undefined;
+    const applied = await this.#primitive.apply(target, (stored) => {
+      const decision = decide(stored.view);
+      answer = decision.answer;
+      return writeChangesOf(stored, decision.changes);
+    });
+    return applied.token === undefined ? { answer: answer! } : { answer: answer!, token: applied.token };
   }
 }
 

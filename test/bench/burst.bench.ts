@@ -8,7 +8,8 @@
  * then the instant comes; the window after it is BENCH_BURST_WINDOW_MS (default 30 s).
  *
  * `npm run bench -- burst` (after `npm run build`): N = 10,000 and K = 3, or BENCH_BURST_JOBS and
- * BENCH_BURST_INSTANCES. The smoke run: 200 jobs on 2 instances. Linux only (reads /proc).
+ * BENCH_BURST_INSTANCES; BENCH_BURST_STORES=redis (or postgres) for one store. The smoke run: 200
+ * jobs on 2 instances. Linux only (reads /proc).
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -190,7 +191,9 @@ export default async function (options: BenchOptions): Promise<void> {
   const windowMs = options.smoke ? 5_000 : Number(process.env.BENCH_BURST_WINDOW_MS ?? 30_000);
   const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
   const rows: Array<Array<string | number>> = [];
-  for (const setup of stores) {
+  // BENCH_BURST_STORES=redis (or postgres) runs one store only.
+  const only = process.env.BENCH_BURST_STORES?.split(',');
+  for (const setup of stores.filter((each) => only === undefined || only.includes(each.name))) {
     const result = await burst(setup, jobs, instances, windowMs);
     rows.push([
       setup.name,

@@ -116,9 +116,10 @@ return { owner, redis.call('GET', KEYS[2]) or '0', redis.call('PTTL', KEYS[1]), 
  * KEYS (8 per call, one `{key}` hash tag, see keys.ts): 1 lease, 2 token, 3 current,
  * 4 occurrences, 5 index, 6 queue, 7 succeeded, 8 paused.
  *
- * The read's ARGV: job, '1' when a trim may follow, retention ms, record limit, the number of
- * occurrences asked about, then those (as '%d' strings). It replies { now, the lease's owner or
- * false, its PTTL, the job's current occurrence or false, 1 when paused, the record count (with a
+ * The read's ARGV: job, the decision it is for ('claim', 'renew' or 'finish': a claim reads the
+ * queue and the pause, a claim or a finish what a trim needs), retention ms, record limit, the
+ * number of occurrences asked about, then those (as '%d' strings). It replies { now, the lease's owner or
+ * false, its PTTL, the job's current occurrence or false, 1 when paused (a claim's read), the record count (with a
  * trim), the oldest occurrences (with a trim: those past the retention, and one more than the
  * record limit's excess), the occurrences read, their records (JSON, or false),
  * the version }: the version is a digest of everything read but the clock and the PTTL, so the
@@ -129,18 +130,21 @@ local function fmt(value) return string.format('%d', value) end
 
 local function serverNow()
   local time = redis.call('TIME')
-  return tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000), time
+  return tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 end
 
 -- Returns the view, and the position of the first ARGV after the read's.
 local function readView(KEYS, ARGV, now)
-  local job, trim = ARGV[1], ARGV[2] == '1'
+  local job, claim, trim = ARGV[1], ARGV[2] == 'claim', ARGV[2] ~= 'renew'
   local owner = redis.call('GET', KEYS[1])
   local pttl = owner and redis.call('PTTL', KEYS[1]) or -2
   local current = redis.call('HMGET', KEYS[3], 'job', 'at')
   local currentAt = current[1] == job and current[2] or false
-  local paused = redis.call('EXISTS', KEYS[8])
-  local queue = redis.call('ZRANGE', KEYS[6], 0, 999)
+  local paused, queue = 0, {}
+  if claim then
+    paused = redis.call('EXISTS', KEYS[8])
+    queue = redis.call('ZRANGE', KEYS[6], 0, 999)
+  end
   local total, oldest = 0, {}
   if trim then
     total = redis.call('ZCARD', KEYS[5])
@@ -171,8 +175,7 @@ local function readView(KEYS, ARGV, now)
 end
 `;
 
-const ledgerReadScript = `${ledgerReadBlock}
-local now = serverNow()
+const ledgerReadScript = `
 local view = readView(KEYS, ARGV, now)
 table.insert(view, 1, fmt(now))
 return view
@@ -189,8 +192,7 @@ return view
  *
  * The token is an `INCR` of the key's counter, seeded from `TIME` as an acquire's is (see above).
  */
-const ledgerWriteScript = `${ledgerReadBlock}
-local now, time = serverNow()
+const ledgerWriteScript = `
 local view, at = readView(KEYS, ARGV, now)
 if view[9] ~= ARGV[at] then return 0 end
 local grantAt, grantOwner, grantTtl, holdsKey = ARGV[at + 1], ARGV[at + 2], ARGV[at + 3], ARGV[at + 4] == '1'
@@ -200,7 +202,8 @@ local token = -1
 if grantAt ~= '' then
   token = redis.call('INCR', KEYS[2])
   if token == 1 then
-    token = tonumber(time[1]) * 1000000 + tonumber(time[2])
+    local seed = redis.call('TIME')
+    token = tonumber(seed[1]) * 1000000 + tonumber(seed[2])
     redis.call('SET', KEYS[2], fmt(token))
   end
   if holdsKey then
@@ -329,14 +332,16 @@ return false
 `;
 
 /**
- * The batch form of a script (see ../call-batches.ts): its body runs once per call, in order, each
- * with its own KEYS (`keysEach` of them) and ARGV (each call's ARGV is preceded by its count), and
- * the replies come back as one array. The body's KEYS and ARGV are the function's parameters, so it
- * runs unchanged. A body never replies nil (it would end the array); `false` comes back as a null
- * element.
+ * The batch form of a ledger script (see ../call-batches.ts): its body runs once per call, in
+ * order, each with its own KEYS (`keysEach` of them) and ARGV (each call's ARGV is preceded by its
+ * count), after the read block's functions and one `TIME` (`now`) for the whole
+ * batch; the replies come back as one array. The body's KEYS and ARGV are the function's
+ * parameters, so it reads as a script of its own. A body never replies nil (it would end the
+ * array); `false` comes back as a null element.
  */
 function batchOf(body: string, keysEach: number): string {
-  return `
+  return `${ledgerReadBlock}
+local now = serverNow()
 local function one(KEYS, ARGV)
 ${body}
 end

@@ -6,7 +6,6 @@ import {
   type InstanceInfo,
   type InstanceRegistry,
   type JobPause,
-  type LedgerSkipReason,
   type LedgerTrim,
   type OccurrenceLease,
   type OverlapPolicy,
@@ -21,6 +20,7 @@ import {
 import type { LedgerEntry, LedgerView } from '../../ledger/decide.ts';
 import { ledgerTrimOf } from '../../ledger/defaults.ts';
 import {
+  compareAndWrite,
   LedgerEngine,
   type ReadTarget,
   type StoredView,
@@ -170,13 +170,13 @@ export class RedisLockStore implements LockStore, RunLedger, InstanceRegistry {
       groupOf,
       limits: redisLedgerBatchLimits,
     });
-    this.#ledger = new LedgerEngine(
-      {
-        read: (target) => this.#readLedger(target),
-        write: (target, version, changes) => this.#writeLedger(target, version, changes),
-      },
-      'RedisLockStore',
-    );
+    this.#ledger = new LedgerEngine({
+      apply: compareAndWrite(
+        'RedisLockStore',
+        (target) => this.#readLedger(target),
+        (target, version, changes) => this.#writeLedger(target, version, changes),
+      ),
+    });
   }
 
   /**
@@ -743,7 +743,11 @@ function readArguments(target: ReadTarget): Argument[] {
   const { trim } = target;
   return [
     target.job,
-    trim === undefined ? '0' : '1',
+    target.operation === 'claimOccurrence'
+      ? 'claim'
+      : target.operation === 'renewOccurrence'
+        ? 'renew'
+        : 'finish',
     trim?.retentionMs ?? 0,
     trim?.recordLimit ?? 0,
     target.occurrences.length,
