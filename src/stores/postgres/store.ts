@@ -1,4 +1,4 @@
-import type { Pool, QueryResult, QueryResultRow } from 'pg';
+import type { Pool, PoolClient, QueryResult, QueryResultRow } from 'pg';
 import {
   type ClaimRequest,
   type ClaimResult,
@@ -18,6 +18,7 @@ import {
   runRecordOf,
 } from '../../ledger/contract.ts';
 import { ledgerTrimOf } from '../../ledger/defaults.ts';
+import { type Applied, LedgerEngine } from '../../ledger/engine.ts';
 import { parseDuration } from '../../pipeline/duration.ts';
 import { InvalidOptionError } from '../../pipeline/errors.ts';
 import { isStoreSetupError, StaleTokenError, type StoreSetupError } from '../../strategies/lock/errors.ts';
@@ -25,6 +26,7 @@ import type { LeaseInfo, LockStore } from '../../strategies/lock/store.ts';
 import { CallBatches } from '../call-batches.ts';
 import { postgresLedgerBatchLimits, postgresLockStoreDefaults } from './defaults.ts';
 import { checkStoredKey, isMissingObject, storeError } from './errors.ts';
+import { applyLedgerBatch, type LedgerCall, ledgerStatements } from './ledger.ts';
 import type { PostgresLockStoreOptions } from './options.ts';
 import { ReleaseNotifications } from './release-notifications.ts';
 import {
@@ -36,17 +38,6 @@ import {
   toMs,
   toWholeMs,
 } from './schema.ts';
-
-/** What the claim function answers. */
-interface ClaimRow {
-  status: ClaimResult['status'];
-  retry_at: number | null;
-  running_elsewhere: boolean | null;
-  skip_reason: LedgerSkipReason | 'already-done' | null;
-  lease_at: number | null;
-  lease_token: string | null;
-  takeover: boolean | null;
-}
 
 const msInterval = (parameter: string) => `${parameter}::float8 * interval '1 millisecond'`;
 
@@ -90,37 +81,13 @@ WHERE ${someoneWaitsOn(t, 'key')}`,
     inspect: `SELECT owner, token, (extract(epoch FROM expires_at) * 1000)::float8 AS expires_at
 FROM ${t.leases} WHERE key = $1::text AND owner IS NOT NULL AND expires_at > now()`,
     now: 'SELECT (extract(epoch FROM now()) * 1000)::float8 AS now',
-    // The run ledger: one function call each (see schema.ts). The claim's decision needs several
-    // reads and writes under the key's row lock, so it runs as PL/pgSQL in the database.
-    claim: `SELECT status, retry_at, running_elsewhere, skip_reason, lease_at, lease_token, takeover
-FROM ${t.claim}($1::text, $2::text, $3::float8, $4::text, $5::text, $6::float8, $7::text, $8::float8, $9::boolean,
-  $10::float8, $11::int, $12::float8)`,
-    renewOccurrence: `SELECT ${t.renew}($1::text, $2::text, $3::float8, $4::text, $5::float8, $6::text) AS renewed`,
-    finish: `SELECT ${t.finish}($1::text, $2::text, $3::float8, $4::text, $5::bigint, $6::text, $7::text, $8::text,
-  $9::float8, $10::int, $11::float8) AS highest`,
-    // The batch forms: one statement calls the function once per element of the arrays, in their
-    // order (the store sorts them by key: every batch then locks its keys' rows in one order, and
-    // two batches cannot deadlock). One transaction: a batch's grants show at its commit.
-    claimBatch: `SELECT c.status, c.retry_at, c.running_elsewhere, c.skip_reason, c.lease_at, c.lease_token, c.takeover
-FROM unnest($1::text[], $2::text[], $3::float8[], $4::text[], $5::text[], $6::float8[], $7::text[], $8::float8[],
-  $9::boolean[], $10::float8[], $11::int[], $12::float8[]) WITH ORDINALITY
-  AS r(key, job, at_ms, owner, instance, ttl_ms, overlap, deadline_ms, manual, retention_ms, record_limit, keep_ms, n)
-CROSS JOIN LATERAL ${t.claim}(r.key, r.job, r.at_ms, r.owner, r.instance, r.ttl_ms, r.overlap, r.deadline_ms,
-  r.manual, r.retention_ms, r.record_limit, r.keep_ms) AS c
-ORDER BY r.n`,
-    finishBatch: `SELECT ${t.finish}(r.key, r.job, r.at_ms, r.owner, r.token, r.overlap, r.outcome, r.error,
-  r.retention_ms, r.record_limit, r.keep_ms) AS highest
-FROM unnest($1::text[], $2::text[], $3::float8[], $4::text[], $5::bigint[], $6::text[], $7::text[], $8::text[],
-  $9::float8[], $10::int[], $11::float8[]) WITH ORDINALITY
-  AS r(key, job, at_ms, owner, token, overlap, outcome, error, retention_ms, record_limit, keep_ms, n)
-ORDER BY r.n`,
     runHistory: `SELECT job, ${toMs('scheduled_at')} AS scheduled_at, state, reason, token, instance,
   ${toWholeMs('started_at')} AS started_at, ${toWholeMs('ended_at')} AS ended_at, error, takeovers
 FROM ${t.occurrences} WHERE key = $1::text AND job = $2::text
 ORDER BY scheduled_at DESC LIMIT $3::int`,
     lastCompleted: `SELECT ${toMs('max(scheduled_at)')} AS last
 FROM ${t.occurrences} WHERE key = $1::text AND job = $2::text AND state = 'success'`,
-    // Read by the claim function, under the key's row lock, in the same call as its decision.
+    // Read by a claim, under the key's row lock, in the same transaction as its decision.
     pauseJob: `INSERT INTO ${t.pauses} (key, job, paused_at, paused_by, reason)
 VALUES ($1::text, $2::text, now(), $3::text, $4::text)
 ON CONFLICT (key, job) DO UPDATE
@@ -152,6 +119,11 @@ FROM ${t.instances} WHERE expires_at > now() ORDER BY instance`,
 // operation instead, as StoreUnavailableError.
 const poolsWithListener = new WeakSet<object>();
 const ignore = () => {};
+
+/** A `pg.Pool`, as opposed to a single client given in its place. */
+function isPool(pool: Pool): boolean {
+  return typeof (pool as { totalCount?: unknown }).totalCount === 'number';
+}
 
 function checkString(option: string, value: unknown): string {
   if (typeof value !== 'string') throw new InvalidOptionError(option, value, 'a string');
@@ -237,9 +209,13 @@ export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry
   readonly #notifications: ReleaseNotifications;
   readonly #createTable: boolean;
   #ready: boolean;
-  /** Claims and finishes of occurrences, many per statement (see {@link CallBatches}). */
-  readonly #claims: CallBatches<unknown[], ClaimRow>;
-  readonly #finishes: CallBatches<unknown[], { highest: string | null }>;
+  /** The run ledger's decisions, each in a transaction with others (see ledger.ts). */
+  readonly #ledger: LedgerEngine;
+  readonly #ledgerSql: ReturnType<typeof ledgerStatements>;
+  /** The ledger's decisions, many per transaction (see {@link CallBatches}). */
+  readonly #ledgerCalls: CallBatches<LedgerCall, Applied>;
+  /** With a single client for a pool: the last ledger transaction on it, settled. */
+  #clientTurn: Promise<void> = Promise.resolve();
   #setup: Promise<void> | undefined;
   /** The last operation's permanent set-up failure, until an operation succeeds: `now()` reports it. */
   #setupError: StoreSetupError | undefined;
@@ -268,16 +244,14 @@ export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry
     this.#createTable = createTable;
     this.#ready = !createTable;
     this.#notifications = new ReleaseNotifications(pool, this.#tables, this.#timeoutMs);
-    this.#claims = new CallBatches({
-      send: (calls) => this.#sendLedgerCalls('claimOccurrence', this.#sql.claim, this.#sql.claimBatch, calls),
+    this.#ledgerSql = ledgerStatements(this.#tables);
+    this.#ledgerCalls = new CallBatches({
+      send: (calls) => this.#applyLedgerCalls(calls),
       limits: postgresLedgerBatchLimits,
       retryAlone: true,
     });
-    this.#finishes = new CallBatches({
-      send: (calls) =>
-        this.#sendLedgerCalls('finishOccurrence', this.#sql.finish, this.#sql.finishBatch, calls),
-      limits: postgresLedgerBatchLimits,
-      retryAlone: true,
+    this.#ledger = new LedgerEngine({
+      apply: (target, decide) => this.#ledgerCalls.run({ target, decide }),
     });
     if (typeof pool.on === 'function' && !poolsWithListener.has(pool)) {
       poolsWithListener.add(pool);
@@ -366,63 +340,28 @@ export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry
     if (typeof request !== 'object' || request === null) {
       throw new InvalidOptionError('request', request, 'a ClaimRequest');
     }
-    const { recordLimit, keepWithinMs } = ledgerTrimOf(request);
-    const job = checkStoredKey('request.job', request.job);
-    const values = [
-      checkStoredKey('request.key', request.key),
-      job,
-      checkEpochMs('request.scheduledAt', request.scheduledAt),
-      checkString('request.owner', request.owner),
-      checkString('request.instance', request.instance),
-      parseDuration(request.ttlMs, 'request.ttlMs', 1, maxDurationMs),
-      checkOverlap('request.overlap', request.overlap),
-      parseDuration(request.startingDeadlineMs, 'request.startingDeadlineMs', 0, maxDurationMs),
-      request.manual === true,
-      // A recorded skip trims the job's records, as a finish does.
-      parseDuration(
-        request.retentionMs ?? postgresLockStoreDefaults.retentionMs,
-        'request.retentionMs',
-        0,
-        maxDurationMs,
-      ),
-      recordLimit,
-      keepWithinMs,
-    ];
-    const row = await this.#claims.run(values);
-    if (row.status === 'granted') {
-      const { job, key, owner, overlap } = request;
-      const lease: OccurrenceLease = {
-        job,
-        key,
-        scheduledAt: Number(row.lease_at),
-        owner,
-        token: Number(row.lease_token),
-        overlap,
-      };
-      return { status: 'granted', lease, takeover: row.takeover === true };
-    }
-    if (row.status === 'wait') {
-      return {
-        status: 'wait',
-        retryAt: Number(row.retry_at),
-        runningElsewhere: row.running_elsewhere === true,
-      };
-    }
-    return { status: 'skipped', reason: row.skip_reason! };
+    ledgerTrimOf(request);
+    checkStoredKey('request.job', request.job);
+    checkStoredKey('request.key', request.key);
+    checkEpochMs('request.scheduledAt', request.scheduledAt);
+    checkString('request.owner', request.owner);
+    checkString('request.instance', request.instance);
+    const ttlMs = parseDuration(request.ttlMs, 'request.ttlMs', 1, maxDurationMs);
+    checkOverlap('request.overlap', request.overlap);
+    parseDuration(request.startingDeadlineMs, 'request.startingDeadlineMs', 0, maxDurationMs);
+    // A recorded skip trims the job's records, as a finish does.
+    const retentionMs = parseDuration(
+      request.retentionMs ?? postgresLockStoreDefaults.retentionMs,
+      'request.retentionMs',
+      0,
+      maxDurationMs,
+    );
+    return this.#ledger.claimOccurrence({ ...request, ttlMs, retentionMs, manual: request.manual === true });
   }
 
   async renewOccurrence(lease: OccurrenceLease, ttlMs: number): Promise<boolean> {
     checkLease(lease);
-    const ttl = parseDuration(ttlMs, 'ttlMs', 1, maxDurationMs);
-    const result = await this.#query<{ renewed: boolean }>('renewOccurrence', this.#sql.renewOccurrence, [
-      lease.key,
-      lease.job,
-      lease.scheduledAt,
-      lease.owner,
-      ttl,
-      lease.overlap,
-    ]);
-    return result.rows[0]?.renewed === true;
+    return this.#ledger.renewOccurrence(lease, parseDuration(ttlMs, 'ttlMs', 1, maxDurationMs));
   }
 
   async finishOccurrence(lease: OccurrenceLease, result: RunResult, options: LedgerTrim = {}): Promise<void> {
@@ -441,24 +380,8 @@ export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry
       0,
       maxDurationMs,
     );
-    const answer = await this.#finishes.run([
-      lease.key,
-      lease.job,
-      lease.scheduledAt,
-      lease.owner,
-      lease.token,
-      lease.overlap,
-      result.outcome,
-      // PostgreSQL text cannot hold NUL: a job's error message may.
-      result.error === undefined ? null : result.error.replaceAll('\0', '\uFFFD'),
-      retentionMs,
-      recordLimit,
-      keepWithinMs,
-    ]);
-    const highest = answer?.highest;
-    if (highest !== null && highest !== undefined) {
-      throw new StaleTokenError(lease.job, lease.token, Number(highest));
-    }
+    const highest = await this.#ledger.finishOccurrence(lease, result, { ...options, retentionMs });
+    if (highest !== undefined) throw new StaleTokenError(lease.job, lease.token, highest);
   }
 
   async runHistory(job: string, options: { key?: string; limit?: number } = {}): Promise<RunRecord[]> {
@@ -617,32 +540,48 @@ export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry
   }
 
   /**
-   * Ledger calls (each its statement's parameters) as one round trip: a
-   * lone one as its statement, more as the statement's batch form, sorted by key (the first
-   * parameter) so that every batch locks its keys' rows in the same order; one row per call, in
-   * the order of `calls`.
+   * A batch of the ledger's decisions in one transaction on a client of the pool (see ledger.ts),
+   * bounded like any operation. A table dropped since set-up is created again (with createTable)
+   * and the batch sent once more.
    */
-  async #sendLedgerCalls<R extends QueryResultRow>(
-    operation: string,
-    single: string,
-    batch: string,
-    calls: readonly unknown[][],
-  ): Promise<R[]> {
-    if (calls.length === 1) return (await this.#query<R>(operation, single, calls[0]!)).rows;
-    const order = calls.map((_, index) => index);
-    order.sort((a, b) => {
-      const keyA = calls[a]![0] as string;
-      const keyB = calls[b]![0] as string;
-      return keyA < keyB ? -1 : keyA > keyB ? 1 : a - b;
-    });
-    const values: unknown[] = [];
-    for (let column = 0; column < calls[0]!.length; column++) {
-      values.push(order.map((index) => calls[index]![column]));
-    }
-    const { rows } = await this.#query<R>(operation, batch, values);
-    const replies = new Array<R>(calls.length);
-    for (const [position, index] of order.entries()) replies[index] = rows[position]!;
-    return replies;
+  #applyLedgerCalls(calls: readonly LedgerCall[]): Promise<Applied[]> {
+    const operation = [...new Set(calls.map((call) => call.target.operation))].join('/');
+    const apply = async () => {
+      // A single client given as the pool (a session of its own) runs one transaction at a time.
+      if (!isPool(this.#pool)) {
+        const client = this.#pool as unknown as PoolClient;
+        const turn = this.#clientTurn.then(() => applyLedgerBatch(client, this.#ledgerSql, calls));
+        this.#clientTurn = turn.then(ignore, ignore);
+        return turn;
+      }
+      const client = await this.#pool.connect();
+      try {
+        const applied = await applyLedgerBatch(client, this.#ledgerSql, calls);
+        client.release();
+        return applied;
+      } catch (error) {
+        // An error the server did not send (a lost connection): the client is not reused.
+        const fromServer = typeof (error as { severity?: unknown } | null)?.severity === 'string';
+        client.release(fromServer ? undefined : (error as Error));
+        throw error;
+      }
+    };
+    const send = async () => {
+      if (!this.#ready) await this.#createTables();
+      let applied: Applied[];
+      try {
+        applied = await apply();
+      } catch (error) {
+        if (!this.#createTable || !isMissingObject(error)) throw error;
+        this.#ready = false;
+        this.#setup = undefined;
+        await this.#createTables();
+        applied = await apply();
+      }
+      this.#setupError = undefined;
+      return applied;
+    };
+    return this.#bounded(operation, send());
   }
 
   /** Reads each table once (no rows): fails as an operation would while one is missing. */
