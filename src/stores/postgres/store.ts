@@ -366,7 +366,7 @@ export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry
 
   async finishOccurrence(lease: OccurrenceLease, result: RunResult, options: LedgerTrim = {}): Promise<void> {
     checkLease(lease);
-    const { recordLimit, keepWithinMs } = ledgerTrimOf(options);
+    ledgerTrimOf(options);
     if (typeof result !== 'object' || result === null) {
       throw new InvalidOptionError('result', result, 'a RunResult');
     }
