@@ -1,8 +1,7 @@
-import { dirname } from 'node:path';
+import { dirname, isAbsolute } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ConfigProblem } from '../scheduler/config-error.ts';
 import { redactCredentials } from '../scheduler/credentials.ts';
-import { isInCompileCache } from './compile-cache.ts';
 
 /** resil's own modules (`dist/` installed, `src/` in this repository): frames there are not the user's. */
 const ownModules = `${dirname(dirname(fileURLToPath(import.meta.url)))}/`;
@@ -15,8 +14,8 @@ function toPath(location: string): string {
 }
 
 /**
- * The first frame of `stack` in the user's own code: not Node's, not node_modules, not resil's,
- * not a compiled bundle's own helpers (the user's frames in it are source-mapped to their files).
+ * The first frame of `stack` in the user's own code: not Node's, not node_modules (jiti's among
+ * them), not resil's.
  */
 function userFrame(stack: string | undefined): string | undefined {
   for (const line of stack?.split('\n') ?? []) {
@@ -27,8 +26,7 @@ function userFrame(stack: string | undefined): string | undefined {
       file.startsWith('node:') ||
       file.includes('/node_modules/') ||
       !/^(file:|\/|[A-Za-z]:\\)/.test(file) ||
-      toPath(file).startsWith(ownModules) ||
-      isInCompileCache(toPath(file))
+      toPath(file).startsWith(ownModules)
     ) {
       continue;
     }
@@ -44,8 +42,8 @@ function firstLine(text: string): string {
 /**
  * Turns what importing a config threw into one problem naming the file and, when it can be
  * known, the line: a missing module, cosmiconfig's JSON or YAML error, or an error the config (or
- * a module it imports) threw while loading. Syntax errors arrive located already (`ConfigError`
- * from the bundler); one only Node saw is reported with where it was thrown.
+ * a module it imports) threw while loading. Syntax errors arrive located already (`ConfigError`,
+ * see syntax-errors.ts); one esbuild did not see is reported with where it was thrown.
  */
 export function describeLoadError(error: unknown, file: string): ConfigProblem {
   if (!(error instanceof Error)) {
@@ -60,10 +58,16 @@ export function describeLoadError(error: unknown, file: string): ConfigProblem {
   }
   const code = (error as { code?: unknown }).code;
   if (code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND') {
-    const importer = /imported from (\S+)/.exec(message)?.[1];
+    // Node's ESM loader names the importer in its message; the CommonJS resolver (jiti's) in
+    // `requireStack`, and says "module" for a package too, where the ESM loader says "package".
+    const importer =
+      /imported from (\S+)/.exec(message)?.[1] ?? (error as { requireStack?: string[] }).requireStack?.[0];
+    const line = firstLine(message).replace(/ imported from \S+/, '');
+    const specifier = /^Cannot find module '(.+)'$/.exec(line)?.[1];
+    const bare = specifier !== undefined && !specifier.startsWith('.') && !isAbsolute(specifier);
     return {
-      file: importer === undefined || isInCompileCache(toPath(importer)) ? file : toPath(importer),
-      message: firstLine(message).replace(/ imported from \S+/, ''),
+      file: importer === undefined ? file : toPath(importer),
+      message: bare ? `Cannot find package '${specifier}'` : line,
     };
   }
   // JSON / YAML errors from cosmiconfig carry the location in their first lines.

@@ -3,7 +3,6 @@ import { resolve } from 'node:path';
 import { ConfigError, isConfigError } from '../scheduler/config-error.ts';
 import type { ResolvedConfig } from '../scheduler/job.ts';
 import { resolveConfig } from '../scheduler/resolve.ts';
-import { stopBundler } from './bundle.ts';
 import { configSearchPlaces } from './defaults.ts';
 import { importDefault, importDefaults } from './import-module.ts';
 import { describeLoadError } from './load-error.ts';
@@ -31,9 +30,8 @@ async function loadModule(filepath: string): Promise<unknown> {
  * `.resilrc.yaml`, `package.json#resil`, from `cwd` up to the project's root) or loads
  * `configPath`, validates it and applies the defaults.
  *
- * TypeScript configs (and the `./jobs/*.ts` they import) are bundled by esbuild and kept in a
- * compile cache in the OS temp directory, so later starts import them without compiling (see
- * import-module.ts); tsx's `tsImport()` loads what a bundle cannot do as Node would.
+ * TypeScript configs and job modules are loaded by jiti, which keeps what it transpiles in a
+ * cache of its own (see import-module.ts).
  * Throws {@link ConfigError} for every problem: not found, syntax error (with file and line),
  * a module that throws while loading, and each invalid option (all reported at once).
  *
@@ -41,14 +39,6 @@ async function loadModule(filepath: string): Promise<unknown> {
  * const config = await loadConfig({ cwd: process.cwd() });
  */
 export async function loadConfig(options: LoadConfigOptions = {}): Promise<ResolvedConfig> {
-  try {
-    return await findAndResolve(options);
-  } finally {
-    await stopBundler();
-  }
-}
-
-async function findAndResolve(options: LoadConfigOptions): Promise<ResolvedConfig> {
   const cwd = options.cwd ?? process.cwd();
   const configPath = options.configPath === undefined ? undefined : resolve(cwd, options.configPath);
   const { cosmiconfig } = await import('cosmiconfig');
