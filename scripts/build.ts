@@ -151,7 +151,9 @@ export async function buildDist(): Promise<void> {
         { name: 'lib', test: (id) => library.modules.has(id) || redaction.test(id), priority: 4 },
         {
           name: 'scheduler',
-          test: path('/src/scheduler/(config-error|timezone|job|job-defaults|resolve)\\.ts$'),
+          test: path(
+            '/src/scheduler/(config-error|timezone|job|job-defaults|job-modules|option-checks|option-names|resolve|validate-job)\\.ts$',
+          ),
           priority: 3,
         },
         {
