@@ -4,7 +4,7 @@ import { ConfigError, isConfigError } from '../scheduler/config-error.ts';
 import type { ResolvedConfig } from '../scheduler/job.ts';
 import { resolveConfig } from '../scheduler/resolve.ts';
 import { configSearchPlaces } from './defaults.ts';
-import { importDefault, importDefaults } from './import-module.ts';
+import { importDefault } from './import-module.ts';
 import { describeLoadError } from './load-error.ts';
 
 export interface LoadConfigOptions {
@@ -42,19 +42,13 @@ export async function loadConfig(options: LoadConfigOptions = {}): Promise<Resol
   const cwd = options.cwd ?? process.cwd();
   const configPath = options.configPath === undefined ? undefined : resolve(cwd, options.configPath);
   const { cosmiconfig } = await import('cosmiconfig');
-  const moduleLoader = (filepath: string) => loadModule(filepath);
   const explorer = cosmiconfig('resil', {
     searchPlaces: [...configSearchPlaces],
     searchStrategy: 'project',
     cache: false,
-    loaders: {
-      '.js': moduleLoader,
-      '.mjs': moduleLoader,
-      '.cjs': moduleLoader,
-      '.ts': moduleLoader,
-      '.mts': moduleLoader,
-      '.cts': moduleLoader,
-    },
+    loaders: Object.fromEntries(
+      ['.js', '.mjs', '.cjs', '.ts', '.mts', '.cts'].map((ext) => [ext, loadModule]),
+    ),
   });
 
   let result: Awaited<ReturnType<typeof explorer.search>>;
@@ -82,5 +76,5 @@ export async function loadConfig(options: LoadConfigOptions = {}): Promise<Resol
   if (result.isEmpty === true) {
     throw new ConfigError({ file: result.filepath, message: 'the config file is empty' });
   }
-  return resolveConfig(result.config, result.filepath, { importJobs: importDefaults });
+  return resolveConfig(result.config, result.filepath, { importJob: importDefault });
 }

@@ -4,7 +4,7 @@ import type { LockStore } from '../strategies/lock/store.ts';
 import { ConfigError, type ConfigProblem, got } from './config-error.ts';
 import { ledgerKeyOf, type ResolvedConfig, type ResolvedJob, type SchedulerTelemetry } from './job.ts';
 import { configDefaults, defaultInstanceName, defaultStore } from './job-defaults.ts';
-import { type ImportJobs, loadJobModules } from './job-modules.ts';
+import { type ImportJob, loadJobModules } from './job-modules.ts';
 import {
   checkUnknownOptions,
   duration,
@@ -102,15 +102,15 @@ export async function resolveConfig(
   raw: unknown,
   file: string,
   options: {
-    /** Loads the jobs given as module paths (relative to `file`, passed resolved): their default exports. */
-    importJobs?: ImportJobs;
+    /** Loads a job given as a module path (relative to `file`, passed resolved): its default export. */
+    importJob?: ImportJob;
   } = {},
 ): Promise<ResolvedConfig> {
-  if (options.importJobs === undefined || !isPlainObject(raw) || !Array.isArray(raw.jobs)) {
+  if (options.importJob === undefined || !isPlainObject(raw) || !Array.isArray(raw.jobs)) {
     return resolveConfigSync(raw, file);
   }
   const problems: ConfigProblem[] = [];
-  const entries = await loadJobModules(raw.jobs, file, problems, options.importJobs);
+  const entries = await loadJobModules(raw.jobs, file, problems, options.importJob);
   return resolveConfigSync(raw, file, { entries, problems });
 }
 
