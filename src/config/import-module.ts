@@ -63,11 +63,10 @@ export async function importDefault(file: string): Promise<unknown> {
   try {
     const namespace = await importModule(file);
     const value = 'default' in namespace ? namespace.default : namespace;
-    // CommonJS compiled from an ES module (`exports.default` beside `__esModule`), imported by
-    // Node, arrives as `{ default: module.exports }`.
-    const compiled =
+    // Compiled CommonJS (`exports.default` beside `__esModule`) arrives as `{ default: module.exports }`.
+    const esModule =
       typeof value === 'object' && value !== null && 'default' in value && '__esModule' in value;
-    return compiled ? value.default : value;
+    return esModule ? value.default : value;
   } catch (error) {
     const syntaxErrors = await syntaxErrorsIn(file);
     throw syntaxErrors.length > 0 ? new ConfigError(syntaxErrors, { cause: error }) : error;

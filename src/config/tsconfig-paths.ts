@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { createPathsMatcher, getTsconfig } from 'get-tsconfig';
 
 /**
  * The `compilerOptions.paths` of the tsconfig.json that governs `directory` (get-tsconfig finds it
@@ -10,8 +10,10 @@ import { createPathsMatcher, getTsconfig } from 'get-tsconfig';
  * {@link selfReference}), so that the config loads the copy of the package the command loads.
  */
 export function tsconfigPathAliases(directory: string): Record<string, string> {
-  const tsconfig = getTsconfig(directory);
-  const matcher = tsconfig === null ? null : createPathsMatcher(tsconfig);
+  // require(): its CommonJS build loads faster, and only for a TypeScript config (about 4 ms).
+  const tsconfigs: typeof import('get-tsconfig') = createRequire(import.meta.url)('get-tsconfig');
+  const tsconfig = tsconfigs.getTsconfig(directory);
+  const matcher = tsconfig === null ? null : tsconfigs.createPathsMatcher(tsconfig);
   if (matcher === null) return {};
   const ownName = selfReference(directory);
   const aliases: Record<string, string> = {};
