@@ -30,10 +30,9 @@
  */
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type Plugin, rolldown } from 'rolldown';
-import { packageNameOf } from '../src/config/compile-cache.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 
@@ -47,6 +46,14 @@ function entryPoints(manifest: { exports: Record<string, unknown> }): string[] {
     sources.add(`src/${file.slice('./dist/'.length, -'.js'.length)}.ts`);
   }
   return [...sources];
+}
+
+/** The package a bare specifier names (`@scope/name/sub` -> `@scope/name`), or null for any other. */
+export function packageNameOf(specifier: string): string | null {
+  if (/^(?:[./#]|[a-z][a-z\d+.-]*:)/i.test(specifier) || isAbsolute(specifier)) return null;
+  const parts = specifier.split('/');
+  if (!specifier.startsWith('@')) return parts[0]!;
+  return parts.length > 1 ? `${parts[0]}/${parts[1]}` : null;
 }
 
 /** Packages bundled into dist/ (see above); every other package stays an import. */
@@ -144,7 +151,9 @@ export async function buildDist(): Promise<void> {
         { name: 'lib', test: (id) => library.modules.has(id) || redaction.test(id), priority: 4 },
         {
           name: 'scheduler',
-          test: path('/src/scheduler/(config-error|timezone|job|job-defaults|resolve)\\.ts$'),
+          test: path(
+            '/src/scheduler/(config-error|timezone|job|job-defaults|job-modules|option-checks|option-names|resolve|validate-job)\\.ts$',
+          ),
           priority: 3,
         },
         {

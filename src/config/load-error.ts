@@ -1,69 +1,54 @@
-import { dirname } from 'node:path';
+import { createRequire } from 'node:module';
+import { dirname, isAbsolute, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { BuildFailure } from 'esbuild';
 import type { ConfigProblem } from '../scheduler/config-error.ts';
 import { redactCredentials } from '../scheduler/credentials.ts';
-import { isInCompileCache } from './compile-cache.ts';
 
 /** resil's own modules (`dist/` installed, `src/` in this repository): frames there are not the user's. */
 const ownModules = `${dirname(dirname(fileURLToPath(import.meta.url)))}/`;
 
-/** A stack frame `at fn (file:line:column)` or `at file:line:column`. */
-const stackFrame = /^\s*at (?:.*? \()?(.+?):(\d+):(\d+)\)?$/;
+/** Each stack frame `at fn (file:line:column)` or `at file:line:column`. */
+const stackFrames = /^\s*at (?:.*? \()?(.+?):(\d+):(\d+)\)?$/gm;
 
-function toPath(location: string): string {
-  return location.startsWith('file://') ? fileURLToPath(location) : location;
-}
+const toPath = (location: string) => (location.startsWith('file://') ? fileURLToPath(location) : location);
 
-/**
- * The first frame of `stack` in the user's own code: not Node's, not node_modules, not resil's,
- * not a compiled bundle's own helpers (the user's frames in it are source-mapped to their files).
- */
-function userFrame(stack: string | undefined): string | undefined {
-  for (const line of stack?.split('\n') ?? []) {
-    const match = stackFrame.exec(line);
-    if (match === null) continue;
-    const file = match[1]!;
-    if (
-      file.startsWith('node:') ||
-      file.includes('/node_modules/') ||
-      !/^(file:|\/|[A-Za-z]:\\)/.test(file) ||
-      toPath(file).startsWith(ownModules) ||
-      isInCompileCache(toPath(file))
-    ) {
-      continue;
+/** The first frame of `stack` in a file of the user's: not Node's, not a package's (jiti's), not resil's. */
+function userFrame(stack = ''): string | undefined {
+  for (const [, location, line, column] of stack.matchAll(stackFrames)) {
+    const file = toPath(location!);
+    if (isAbsolute(file) && !file.includes('/node_modules/') && !file.startsWith(ownModules)) {
+      return `${file}:${line}:${column}`;
     }
-    return `${toPath(file)}:${match[2]}:${match[3]}`;
   }
   return undefined;
 }
 
-function firstLine(text: string): string {
-  return text.split('\n').find((line) => line.trim() !== '') ?? text;
-}
+const firstLine = (text: string) => text.split('\n').find((line) => line.trim() !== '') ?? text;
 
 /**
  * Turns what importing a config threw into one problem naming the file and, when it can be
  * known, the line: a missing module, cosmiconfig's JSON or YAML error, or an error the config (or
- * a module it imports) threw while loading. Syntax errors arrive located already (`ConfigError`
- * from the bundler); one only Node saw is reported with where it was thrown.
+ * a module it imports) threw while loading. Syntax errors arrive located already: see
+ * {@link syntaxErrorsIn}.
  */
 export function describeLoadError(error: unknown, file: string): ConfigProblem {
   if (!(error instanceof Error)) {
     return { file, message: `the config threw while loading: ${redactCredentials(String(error))}` };
   }
   const message = error.message;
-  if (error instanceof SyntaxError) {
-    const location = userFrame(error.stack);
-    return location === undefined
-      ? { file, message: `syntax error in the config or a module it imports: ${message}` }
-      : { file: location, message: `syntax error: ${message}` };
-  }
   const code = (error as { code?: unknown }).code;
   if (code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND') {
-    const importer = /imported from (\S+)/.exec(message)?.[1];
+    // Node's ESM loader names the importer in its message; the CommonJS resolver (jiti's) in
+    // `requireStack`, and says "module" for a package too, where the ESM loader says "package".
+    const importer =
+      /imported from (\S+)/.exec(message)?.[1] ?? (error as { requireStack?: string[] }).requireStack?.[0];
+    const line = firstLine(message).replace(/ imported from \S+/, '');
+    const specifier = /^Cannot find module '(.+)'$/.exec(line)?.[1];
+    const bare = specifier !== undefined && !specifier.startsWith('.') && !isAbsolute(specifier);
     return {
-      file: importer === undefined || isInCompileCache(toPath(importer)) ? file : toPath(importer),
-      message: firstLine(message).replace(/ imported from \S+/, ''),
+      file: importer === undefined ? file : toPath(importer),
+      message: bare ? `Cannot find package '${specifier}'` : line,
     };
   }
   // JSON / YAML errors from cosmiconfig carry the location in their first lines.
@@ -74,9 +59,41 @@ export function describeLoadError(error: unknown, file: string): ConfigProblem {
       message: `syntax error: ${redactCredentials(message.split('\n').slice(1).join(' ').trim() || message)}`,
     };
   }
-  const where = userFrame(error.stack);
   return {
-    file: where ?? file,
+    file: userFrame(error.stack) ?? file,
     message: `the config threw while loading: ${redactCredentials(firstLine(message))}`,
   };
+}
+
+/**
+ * Every syntax error in `file` and in the project files it imports, each at its
+ * `file:line:column` (1-based), or none when they all parse. Neither Node nor jiti says where a
+ * syntax error is in every case, nor finds more than the first: esbuild parses the whole graph
+ * (packages left out) and reports them all. Asked only after a module failed to load.
+ */
+export async function syntaxErrorsIn(file: string): Promise<ConfigProblem[]> {
+  // require(): esbuild is CommonJS, and import() would first scan its large main file for exports.
+  const esbuild = createRequire(import.meta.url)('esbuild') as typeof import('esbuild');
+  const directory = dirname(file);
+  const { errors = [] } = await esbuild
+    .build({
+      entryPoints: [file],
+      absWorkingDir: directory,
+      bundle: true,
+      packages: 'external',
+      write: false,
+      platform: 'node',
+      format: 'esm', // where top-level await parses
+      logLevel: 'silent',
+    })
+    .catch((failure: Partial<BuildFailure>) => failure)
+    .finally(() => esbuild.stop());
+  // An import that does not resolve is the loader's to report, as Node words it.
+  const located = errors.filter(
+    ({ text, location }) => location !== null && !/^Could not resolve/.test(text),
+  );
+  return located.map(({ text, location: at }) => ({
+    file: `${resolve(directory, at!.file)}:${at!.line}:${at!.column + 1}`,
+    message: `syntax error: ${text}`,
+  }));
 }

@@ -3,9 +3,8 @@ import { resolve } from 'node:path';
 import { ConfigError, isConfigError } from '../scheduler/config-error.ts';
 import type { ResolvedConfig } from '../scheduler/job.ts';
 import { resolveConfig } from '../scheduler/resolve.ts';
-import { stopBundler } from './bundle.ts';
 import { configSearchPlaces } from './defaults.ts';
-import { importDefault, importDefaults } from './import-module.ts';
+import { importDefault } from './import-module.ts';
 import { describeLoadError } from './load-error.ts';
 
 export interface LoadConfigOptions {
@@ -31,9 +30,8 @@ async function loadModule(filepath: string): Promise<unknown> {
  * `.resilrc.yaml`, `package.json#resil`, from `cwd` up to the project's root) or loads
  * `configPath`, validates it and applies the defaults.
  *
- * TypeScript configs (and the `./jobs/*.ts` they import) are bundled by esbuild and kept in a
- * compile cache in the OS temp directory, so later starts import them without compiling (see
- * import-module.ts); tsx's `tsImport()` loads what a bundle cannot do as Node would.
+ * TypeScript configs and job modules are loaded by jiti, which keeps what it transpiles in a
+ * cache of its own (see import-module.ts).
  * Throws {@link ConfigError} for every problem: not found, syntax error (with file and line),
  * a module that throws while loading, and each invalid option (all reported at once).
  *
@@ -41,30 +39,16 @@ async function loadModule(filepath: string): Promise<unknown> {
  * const config = await loadConfig({ cwd: process.cwd() });
  */
 export async function loadConfig(options: LoadConfigOptions = {}): Promise<ResolvedConfig> {
-  try {
-    return await findAndResolve(options);
-  } finally {
-    await stopBundler();
-  }
-}
-
-async function findAndResolve(options: LoadConfigOptions): Promise<ResolvedConfig> {
   const cwd = options.cwd ?? process.cwd();
   const configPath = options.configPath === undefined ? undefined : resolve(cwd, options.configPath);
   const { cosmiconfig } = await import('cosmiconfig');
-  const moduleLoader = (filepath: string) => loadModule(filepath);
   const explorer = cosmiconfig('resil', {
     searchPlaces: [...configSearchPlaces],
     searchStrategy: 'project',
     cache: false,
-    loaders: {
-      '.js': moduleLoader,
-      '.mjs': moduleLoader,
-      '.cjs': moduleLoader,
-      '.ts': moduleLoader,
-      '.mts': moduleLoader,
-      '.cts': moduleLoader,
-    },
+    loaders: Object.fromEntries(
+      ['.js', '.mjs', '.cjs', '.ts', '.mts', '.cts'].map((ext) => [ext, loadModule]),
+    ),
   });
 
   let result: Awaited<ReturnType<typeof explorer.search>>;
@@ -92,5 +76,5 @@ async function findAndResolve(options: LoadConfigOptions): Promise<ResolvedConfi
   if (result.isEmpty === true) {
     throw new ConfigError({ file: result.filepath, message: 'the config file is empty' });
   }
-  return resolveConfig(result.config, result.filepath, { importJobs: importDefaults });
+  return resolveConfig(result.config, result.filepath, { importJob: importDefault });
 }

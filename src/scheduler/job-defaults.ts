@@ -1,4 +1,7 @@
+import { hostname } from 'node:os';
+import { MemoryLockStore } from '../ledger/memory-store.ts';
 import { lockDefaults } from '../strategies/lock/defaults.ts';
+import type { LockStore } from '../strategies/lock/store.ts';
 
 /** Config defaults, applied into `ResolvedConfig`. A test pins each of them. */
 export const configDefaults = {
@@ -17,3 +20,13 @@ export const configDefaults = {
   /** Where a job's `run` runs: in the runner's process. */
   isolation: 'none',
 } as const;
+
+/** The store of a config that names none: this process's memory, which no other instance shares. */
+export function defaultStore(): LockStore {
+  return new MemoryLockStore();
+}
+
+/** The name of an instance whose config gives none: `<hostname>:<pid>`, unique across a fleet. */
+export function defaultInstanceName(): string {
+  return `${hostname()}:${process.pid}`;
+}

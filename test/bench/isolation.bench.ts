@@ -4,7 +4,7 @@
  * against in a worker thread of its own (which loads the config file first), and the peak RSS of
  * a run that holds for 1.5 s, in the process against in a worker. The difference of the medians
  * is the cost of one isolated run, its start-up and its memory. Both for a `resil.config.ts` (from
- * the compile cache, as after the first start) and a `resil.config.mjs`. Run after
+ * jiti's cache of transpiled files, as after the first start) and a `resil.config.mjs`. Run after
  * `npm run build`: `npm run bench -- isolation`.
  */
 import { spawn, spawnSync } from 'node:child_process';
@@ -89,7 +89,7 @@ export default async function isolation(options: BenchOptions): Promise<void> {
     for (const file of ['resil.config.ts', 'resil.config.mjs']) {
       const configPath = join(directory, file);
       writeFileSync(configPath, config);
-      // Warm the file cache and the compile cache.
+      // Warm the file cache and jiti's cache of transpiled files.
       timeRun(configPath, 'in-process');
       timeRun(configPath, 'isolated');
       const inProcess: number[] = [];

@@ -11,7 +11,7 @@ import type {
   lockOptions,
   retryOptions,
   telemetryMembers,
-} from '../../src/scheduler/resolve.ts';
+} from '../../src/scheduler/option-names.ts';
 import type { RetryStrategyOptions } from '../../src/strategies/retry/options.ts';
 
 // The config accepts exactly the options its types declare: a name added to a type and not to

@@ -3,7 +3,7 @@ import { Redis } from 'ioredis';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { formatRelative, formatSpan } from '../../src/cli/output.ts';
-import { importDefaults } from '../../src/config/import-module.ts';
+import { importDefault } from '../../src/config/import-module.ts';
 import { MemoryLockStore } from '../../src/ledger/memory-store.ts';
 import { describeValue } from '../../src/pipeline/errors.ts';
 import { ConfigError, formatConfigProblem, isConfigError } from '../../src/scheduler/config-error.ts';
@@ -19,7 +19,7 @@ const run = async () => {};
 async function problemsOf(raw: unknown): Promise<string[]> {
   try {
     // As the config loader calls it: job module paths are imported.
-    await resolveConfig(raw, file, { importJobs: importDefaults });
+    await resolveConfig(raw, file, { importJob: importDefault });
   } catch (error) {
     expect(isConfigError(error)).toBe(true);
     return (error as ConfigError).problems.map(formatConfigProblem);

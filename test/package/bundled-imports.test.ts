@@ -7,8 +7,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { isBuiltin } from 'node:module';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { bundledPackages } from '../../scripts/build.ts';
-import { packageNameOf } from '../../src/config/compile-cache.ts';
+import { bundledPackages, packageNameOf } from '../../scripts/build.ts';
 import { ensureBuilt, repoRoot } from '../cli/run-process.ts';
 
 describe('the packages dist/ imports', () => {

@@ -1,0 +1,76 @@
+import type { RetryStrategyOptions } from '../strategies/retry/options.ts';
+import type {
+  JobDefinition,
+  JobIsolation,
+  JobLockOptions,
+  JobResourceLimits,
+  ResilConfig,
+  SchedulerTelemetry,
+} from './job.ts';
+
+/**
+ * `names`, checked against the type: a key of `T` missing from the list, or a name `T` lacks, is a
+ * compile error, so the lists of allowed option names cannot drift from the option types.
+ */
+function optionNames<T>() {
+  return <const L extends readonly (keyof T & string)[]>(
+    names: L &
+      ([Exclude<keyof T, L[number]>] extends [never] ? unknown : { missing: Exclude<keyof T, L[number]> }),
+  ): L => names;
+}
+
+export const hookOptions = ['onSuccess', 'onFailure', 'onSkip'] as const;
+export const configOptions = optionNames<ResilConfig>()([
+  'store',
+  'timezone',
+  'instance',
+  'shutdownGrace',
+  'ledgerRetention',
+  'ledgerRecordLimit',
+  'isolation',
+  ...hookOptions,
+  'telemetry',
+  'jobs',
+]);
+export const jobOptions = optionNames<JobDefinition>()([
+  'name',
+  'schedule',
+  'run',
+  'timezone',
+  'lock',
+  'timeout',
+  'retry',
+  'enabled',
+  'catchUp',
+  'startingDeadline',
+  'overlap',
+  'jitter',
+  'isolation',
+  'resourceLimits',
+  ...hookOptions,
+]);
+export const lockOptions = optionNames<JobLockOptions>()(['key', 'ttl', 'wait']);
+export const resourceLimitOptions = optionNames<JobResourceLimits>()([
+  'maxOldGenerationSizeMb',
+  'maxYoungGenerationSizeMb',
+  'codeRangeSizeMb',
+  'stackSizeMb',
+]);
+export const isolations: readonly JobIsolation[] = ['none', 'worker'];
+export const retryOptions = optionNames<RetryStrategyOptions>()([
+  'maxRetryAttempts',
+  'delay',
+  'backoffType',
+  'useJitter',
+  'maxDelay',
+  'shouldHandle',
+  'delayGenerator',
+  'onRetry',
+  'randomizer',
+]);
+
+export const telemetryMembers = optionNames<SchedulerTelemetry>()([
+  'pipelineListener',
+  'onSchedulerEvent',
+  'flush',
+]);
