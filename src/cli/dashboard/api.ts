@@ -22,7 +22,7 @@ export interface DashboardLease {
 
 /** One job: what `resil jobs list --json` prints, and what the dashboard adds. */
 export interface DashboardJob extends Omit<JobListEntry, 'lastRun'> {
-  /** The schedule in words (`every day at 02:00`); null for a shape without a description. */
+  /** The schedule in words (`At 02:00`); null for one cronstrue cannot read. */
   description: string | null;
   overlap: OverlapPolicy;
   lastRun: (NonNullable<JobListEntry['lastRun']> & { durationMs: number | null }) | null;
