@@ -3,9 +3,10 @@ import { isConfigError } from '../scheduler/config-error.ts';
 import { isUnknownJobError } from '../scheduler/errors.ts';
 import type { ResolvedConfig } from '../scheduler/job.ts';
 import type { LockStore } from '../strategies/lock/store.ts';
+import type { CommandHelpers } from './command-helpers.ts';
 import { rememberLauncher } from './launcher.ts';
 import { createStyles, printableOutput, shouldColor } from './output.ts';
-import { type CommandHelpers, createProgram } from './program.ts';
+import { createProgram } from './program.ts';
 import { isUsageError } from './usage-error.ts';
 
 /**

@@ -1,21 +1,21 @@
 import { formatDuration } from '../../pipeline/duration.ts';
 import { describeError } from '../../scheduler/credentials.ts';
-import { ShutdownError, UnknownJobError } from '../../scheduler/errors.ts';
+import { ShutdownError } from '../../scheduler/errors.ts';
 import { ledgerKeyOf } from '../../scheduler/job.ts';
 import { type FireResult, runJobNow } from '../../scheduler/runner.ts';
 import { isLockLostError } from '../../strategies/lock/errors.ts';
 import { hasJobPauses } from '../../strategies/lock/run-ledger.ts';
 import type { LeaseInfo } from '../../strategies/lock/store.ts';
 import { isTimeoutRejectedError } from '../../strategies/timeout/errors.ts';
+import type { CommandHelpers } from '../command-helpers.ts';
 import { containJobFaults, faultExitCode } from '../job-faults.ts';
 import { watchLauncher } from '../launcher.ts';
 import { createLogger } from '../logger.ts';
-import { localTimezone } from '../output.ts';
-import type { CommandHelpers } from '../program.ts';
 import { signalExitCodes } from '../stop-signals.ts';
+import { localTimezone } from '../time-format.ts';
 import { resolveLogLevel } from '../usage-error.ts';
-import { describePause } from './jobs-pause.ts';
-import { describeStoreError, readStore, watchStoreConnection } from './store-error.ts';
+import { describePause, jobNamed } from '../views/jobs.ts';
+import { describeStoreError, readStore, watchStoreConnection } from '../views/store-read.ts';
 
 /**
  * `resil jobs run` exit codes (CONTRACT.md); a paused job is skipped like a held lock. An
@@ -92,14 +92,7 @@ export async function runJob(
   const config = await helpers.loadConfig();
   const { errorStyles, stderr } = helpers;
   // Throws UnknownJobError before anything runs: reported with exit code 2.
-  const job = config.jobs.find((each) => each.name === name);
-  if (job === undefined) {
-    throw new UnknownJobError(
-      name,
-      config.jobs.map((each) => each.name),
-      config.filepath,
-    );
-  }
+  const job = jobNamed(config, name);
   const { store } = config;
   if (!options.force && hasJobPauses(store)) {
     const read = await readStore(store, () => store.pauseOf(name, { key: ledgerKeyOf(job) }));
