@@ -1,4 +1,5 @@
 import { CommanderError } from 'commander';
+import { withDeadline } from '../pipeline/time.ts';
 import { isConfigError } from '../scheduler/config-error.ts';
 import { isUnknownJobError } from '../scheduler/errors.ts';
 import type { ResolvedConfig } from '../scheduler/job.ts';
@@ -33,17 +34,11 @@ async function callBounded(target: unknown, method: string, deadlineMs = closeDe
   if ((typeof target !== 'object' && typeof target !== 'function') || target === null) return false;
   const close = (target as Record<string, unknown>)[method];
   if (typeof close !== 'function') return false;
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    await Promise.race([
-      Promise.resolve(close.call(target)).catch(() => {}),
-      new Promise((resolve) => {
-        timer = setTimeout(resolve, deadlineMs);
-      }),
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
+  await withDeadline(
+    Promise.resolve(close.call(target)).catch(() => {}),
+    deadlineMs,
+    () => undefined,
+  );
   return true;
 }
 

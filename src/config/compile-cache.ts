@@ -5,7 +5,6 @@ import {
   mkdirSync,
   readdirSync,
   readFileSync,
-  realpathSync,
   renameSync,
   rmSync,
   statSync,
@@ -15,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { basename, dirname, extname, isAbsolute, join, sep } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Bundle } from './bundle.ts';
-import { extendedConfigs } from './tsconfig-extends.ts';
+import { extendedConfigs, realPathOf } from './tsconfig-extends.ts';
 
 /**
  * Compiled configs, kept in the OS temp directory (never beside the config, so a read-only
@@ -234,14 +233,6 @@ function packageDirectory(name: string, from: string): string | null {
     const candidate = join(directory, 'node_modules', name);
     if (isDirectory(candidate)) return candidate;
     if (dirname(directory) === directory) return null;
-  }
-}
-
-function realPathOf(path: string): string | null {
-  try {
-    return realpathSync.native(path);
-  } catch {
-    return null;
   }
 }
 

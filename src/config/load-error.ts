@@ -1,7 +1,7 @@
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ConfigProblem } from '../scheduler/config-error.ts';
-import { redactCredentials } from '../scheduler/credentials.ts';
+import { firstLine, redactCredentials } from '../scheduler/credentials.ts';
 import { isInCompileCache } from './compile-cache.ts';
 
 /** resil's own modules (`dist/` installed, `src/` in this repository): frames there are not the user's. */
@@ -35,10 +35,6 @@ function userFrame(stack: string | undefined): string | undefined {
     return `${toPath(file)}:${match[2]}:${match[3]}`;
   }
   return undefined;
-}
-
-function firstLine(text: string): string {
-  return text.split('\n').find((line) => line.trim() !== '') ?? text;
 }
 
 /**

@@ -185,7 +185,7 @@ function isFile(path: string): boolean {
   }
 }
 
-function realPathOf(path: string): string | null {
+export function realPathOf(path: string): string | null {
   try {
     return realpathSync.native(path);
   } catch {

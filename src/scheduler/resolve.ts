@@ -8,7 +8,7 @@ import { systemTimeProvider } from '../pipeline/time.ts';
 import { isInvalidKeyError } from '../strategies/lock/errors.ts';
 import { MemoryLockStore } from '../strategies/lock/memory-store.ts';
 import { maxLedgerRecordLimit, type OverlapPolicy, overlapPolicies } from '../strategies/lock/run-ledger.ts';
-import type { LockStore } from '../strategies/lock/store.ts';
+import { isLockStore, type LockStore } from '../strategies/lock/store.ts';
 import type { RetryStrategyOptions } from '../strategies/retry/options.ts';
 import { retryStrategy } from '../strategies/retry/strategy.ts';
 import { ConfigError, type ConfigProblem, got } from './config-error.ts';
@@ -267,16 +267,6 @@ function pipelineListenerOf(
     message: `expected it to return a telemetry listener function (or undefined) for job ${JSON.stringify(job)}, ${got(listener)}`,
   });
   return undefined;
-}
-
-function isLockStore(value: unknown): value is LockStore {
-  if (typeof value !== 'object' || value === null) return false;
-  const store = value as Partial<LockStore>;
-  return (
-    typeof store.acquire === 'function' &&
-    typeof store.renew === 'function' &&
-    typeof store.release === 'function'
-  );
 }
 
 /** Loads job modules (absolute paths): each one's default export, or why it could not be loaded. */

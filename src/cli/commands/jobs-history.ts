@@ -1,3 +1,4 @@
+import { firstLine } from '../../scheduler/credentials.ts';
 import { ledgerKeyOf } from '../../scheduler/job.ts';
 import { hasRunLedger, type RunRecord } from '../../strategies/lock/run-ledger.ts';
 import type { CommandHelpers } from '../command-helpers.ts';
@@ -11,7 +12,7 @@ import { inMemoryStoreNote, readStore, storeFailure } from '../views/store-read.
 const tableErrorLength = 80;
 
 function shortError(error: string): string {
-  const line = error.split('\n')[0] ?? error;
+  const line = firstLine(error);
   return line.length <= tableErrorLength ? line : `${line.slice(0, tableErrorLength - 1)}…`;
 }
 

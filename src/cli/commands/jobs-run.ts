@@ -1,4 +1,5 @@
 import { formatDuration } from '../../pipeline/duration.ts';
+import { withDeadline } from '../../pipeline/time.ts';
 import { describeError } from '../../scheduler/credentials.ts';
 import { ShutdownError } from '../../scheduler/errors.ts';
 import { ledgerKeyOf } from '../../scheduler/job.ts';
@@ -122,22 +123,24 @@ export async function runJob(
   const givenUp = new Promise<number>((resolve) => {
     giveUp = resolve;
   });
-  const timers = new Set<NodeJS.Timeout>();
-  /** Gives the job `abortSettleMs` to settle (`settled`), then gives up on it. */
+  let finish!: () => void;
+  const finished = new Promise<void>((resolve) => {
+    finish = resolve;
+  });
+  /** Gives the job `abortSettleMs` to settle (`settled`, else the command's end), then gives up on it. */
   const boundSettling = (settled: Promise<void> | undefined, why: string) => {
-    const timer = setTimeout(() => {
-      logger.error(
-        { abortSettleMs },
-        `${name} ignored its aborted signal (${why}) for ${abortSettleMs / 1_000} s: giving up on it; its lease expires after its ttl`,
-      );
-      logger.flush();
-      giveUp(interruptedBy === undefined ? jobsRunExitCodes.failure : signalExitCodes[interruptedBy]!);
-    }, abortSettleMs);
-    timers.add(timer);
-    void settled?.then(() => {
-      clearTimeout(timer);
-      timers.delete(timer);
-    });
+    void withDeadline(
+      settled === undefined ? finished : Promise.race([settled, finished]),
+      abortSettleMs,
+      () => {
+        logger.error(
+          { abortSettleMs },
+          `${name} ignored its aborted signal (${why}) for ${abortSettleMs / 1_000} s: giving up on it; its lease expires after its ttl`,
+        );
+        logger.flush();
+        giveUp(interruptedBy === undefined ? jobsRunExitCodes.failure : signalExitCodes[interruptedBy]!);
+      },
+    );
   };
   /** Aborts the job's signal, as `signal` would; `why` names the cause in the abort reason. */
   const interruptWith = (signal: NodeJS.Signals, why: string) => {
@@ -191,7 +194,7 @@ export async function runJob(
     faults.dispose();
     connection.dispose();
     stopWatchingLauncher();
-    for (const timer of timers) clearTimeout(timer);
+    finish();
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
     logger.flush();

@@ -1,3 +1,4 @@
+import { withDeadline } from '../../pipeline/time.ts';
 import { describeError } from '../../scheduler/credentials.ts';
 import { ShutdownError } from '../../scheduler/errors.ts';
 import type { SchedulerEvent } from '../../scheduler/events.ts';
@@ -164,14 +165,11 @@ export class DashboardActions {
   async stop(): Promise<void> {
     this.#stopping.abort(new ShutdownError('The dashboard is stopping.'));
     if (this.#running.size === 0) return;
-    let timer: NodeJS.Timeout | undefined;
-    const settled = await Promise.race([
+    const settled = await withDeadline(
       Promise.allSettled([...this.#running]).then(() => true),
-      new Promise<false>((resolve) => {
-        timer = setTimeout(() => resolve(false), abortSettleMs);
-      }),
-    ]);
-    clearTimeout(timer);
+      abortSettleMs,
+      () => false,
+    );
     if (!settled) {
       this.#logger.error(
         { running: this.#running.size, abortSettleMs },

@@ -1,6 +1,7 @@
 import type { Pool, QueryResult, QueryResultRow } from 'pg';
 import { parseDuration } from '../../pipeline/duration.ts';
 import { InvalidOptionError } from '../../pipeline/errors.ts';
+import { withDeadline } from '../../pipeline/time.ts';
 import { isStoreSetupError, StaleTokenError, type StoreSetupError } from '../../strategies/lock/errors.ts';
 import {
   type ClaimRequest,
@@ -13,8 +14,6 @@ import {
   type LedgerTrim,
   ledgerTrimOf,
   type OccurrenceLease,
-  type OverlapPolicy,
-  overlapPolicies,
   type RegisteredInstance,
   type RunLedger,
   type RunRecord,
@@ -23,6 +22,7 @@ import {
 } from '../../strategies/lock/run-ledger.ts';
 import type { LeaseInfo, LockStore } from '../../strategies/lock/store.ts';
 import { CallBatches } from '../call-batches.ts';
+import { checkOverlap } from '../overlap-option.ts';
 import { postgresLedgerBatchLimits, postgresLockStoreDefaults } from './defaults.ts';
 import { checkStoredKey, isMissingObject, storeError } from './errors.ts';
 import type { PostgresLockStoreOptions } from './options.ts';
@@ -163,13 +163,6 @@ function checkEpochMs(option: string, value: unknown): number {
     throw new InvalidOptionError(option, value, 'epoch milliseconds');
   }
   return value;
-}
-
-function checkOverlap(option: string, value: unknown): OverlapPolicy {
-  if (!overlapPolicies.includes(value as OverlapPolicy)) {
-    throw new InvalidOptionError(option, value, overlapPolicies.map((policy) => `'${policy}'`).join(', '));
-  }
-  return value as OverlapPolicy;
 }
 
 const maxDurationMs = Number.MAX_SAFE_INTEGER;
@@ -687,22 +680,13 @@ export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry
   // StoreUnavailableError at once and the late answer is dropped. A lease acquired by an answer
   // that came too late expires on its own after ttl.
   #bounded<T>(operation: string, work: Promise<T>): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        reject(storeError(operation, new Error(`no answer within ${this.#timeoutMs} ms`), this.#createTable));
-      }, this.#timeoutMs);
-      work.then(
-        (value) => {
-          clearTimeout(timer);
-          resolve(value);
-        },
-        (error: unknown) => {
-          clearTimeout(timer);
-          const failure = storeError(operation, error, this.#createTable);
-          if (isStoreSetupError(failure)) this.#setupError = failure;
-          reject(failure);
-        },
-      );
+    const failed = work.catch((error: unknown) => {
+      const failure = storeError(operation, error, this.#createTable);
+      if (isStoreSetupError(failure)) this.#setupError = failure;
+      throw failure;
+    });
+    return withDeadline(failed, this.#timeoutMs, () => {
+      throw storeError(operation, new Error(`no answer within ${this.#timeoutMs} ms`), this.#createTable);
     });
   }
 }

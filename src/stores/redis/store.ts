@@ -13,8 +13,6 @@ import {
   type LedgerTrim,
   ledgerTrimOf,
   type OccurrenceLease,
-  type OverlapPolicy,
-  overlapPolicies,
   type RegisteredInstance,
   type RunLedger,
   type RunRecord,
@@ -24,6 +22,7 @@ import {
 } from '../../strategies/lock/run-ledger.ts';
 import { type LeaseInfo, type LockStore, storeKeyByteLimit } from '../../strategies/lock/store.ts';
 import { CallBatches } from '../call-batches.ts';
+import { checkOverlap } from '../overlap-option.ts';
 import {
   BoundedCommands,
   type ConnectionStatus,
@@ -298,7 +297,7 @@ export class RedisLockStore implements LockStore, RunLedger, InstanceRegistry {
     checkOwner(owner);
     if (typeof instance !== 'string') throw new InvalidOptionError('instance', instance, 'a string');
     const ttl = checkTtl(ttlMs);
-    checkOverlap(overlap);
+    checkOverlap('overlap', overlap);
     if (!(startingDeadlineMs >= 0) || !Number.isFinite(startingDeadlineMs)) {
       throw new InvalidOptionError('startingDeadlineMs', startingDeadlineMs, 'a number of ms >= 0');
     }
@@ -488,7 +487,7 @@ export class RedisLockStore implements LockStore, RunLedger, InstanceRegistry {
     checkKey(key, 'lease.key');
     checkEpochMs(scheduledAt, 'lease.scheduledAt');
     checkOwner(owner, 'lease.owner');
-    checkOverlap(overlap, 'lease.overlap');
+    checkOverlap('lease.overlap', overlap);
     return [...this.#keys.ledger(key, job), job, scheduledAt, owner, overlap];
   }
 
@@ -721,16 +720,6 @@ function checkJob(job: string, name = 'job'): void {
 function checkOwner(owner: string, name = 'owner'): void {
   if (typeof owner !== 'string' || owner.length === 0)
     throw new InvalidOptionError(name, owner, 'a non-empty string');
-}
-
-function checkOverlap(overlap: OverlapPolicy, name = 'overlap'): void {
-  if (!overlapPolicies.includes(overlap)) {
-    throw new InvalidOptionError(
-      name,
-      overlap,
-      `one of ${overlapPolicies.map((policy) => `'${policy}'`).join(', ')}`,
-    );
-  }
 }
 
 /** The public `RunRecord` of one the scripts keep as JSON (numbers as '%d' strings). */
