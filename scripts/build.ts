@@ -167,7 +167,7 @@ export async function buildDist(): Promise<void> {
         {
           name: 'cli-common',
           test: path(
-            '/src/cli/(output|time-format|usage-error|stop-signals|launcher|listen-address|commands/instances|views/(store-read|instances))\\.ts$',
+            '/src/cli/(output|time-format|usage-error|stop-signals|launcher|listen-address|commands/instances|views/(store-read|instances|history|lease))\\.ts$',
           ),
           priority: 2,
         },
