@@ -21,7 +21,8 @@
  * loader and a lexer pass for its export names (about 10 ms of every command for these two);
  * bundled, they are part of the chunks above (import-fresh, which cosmiconfig requires for one
  * fallback, is replaced by `scripts/bundle-shims/import-fresh.cjs`). Their licenses are collected into
- * `dist/THIRD-PARTY-LICENSES.txt`. Each file has a source map with its sources inside. tsc
+ * `dist/THIRD-PARTY-LICENSES.txt`. Each file has a source map with its sources inside, but the
+ * dashboard page's script, bundled for the browser apart into `dist/cli/dashboard.js`. tsc
  * writes the declarations (`.d.ts`), one per source file, beside them.
  * `npm run bench -- cli-cold-start` measures the result.
  *
@@ -122,6 +123,22 @@ function writeReplacing(file: string, contents: string | Uint8Array, written: Se
   written.add(file);
 }
 
+/**
+ * The dashboard page's script for the browser (`dist/cli/dashboard.js`, served as `/dashboard.js`):
+ * src/cli/dashboard/page-script.ts with what it imports, in one file.
+ */
+async function dashboardScript(): Promise<string> {
+  const bundle = await rolldown({
+    cwd: root,
+    input: 'src/cli/dashboard/page-script.ts',
+    platform: 'browser',
+    transform: { target: 'es2022' },
+  });
+  const { output } = await bundle.generate({ format: 'iife', strict: true });
+  await bundle.close();
+  return output[0].code;
+}
+
 export async function buildDist(): Promise<void> {
   const manifest = JSON.parse(readFileSync(`${root}package.json`, 'utf8')) as {
     exports: Record<string, unknown>;
@@ -159,7 +176,7 @@ export async function buildDist(): Promise<void> {
         {
           name: 'cli-common',
           test: path(
-            '/src/cli/(output|usage-error|stop-signals|launcher|listen-address|commands/(store-error|instances))\\.ts$',
+            '/src/cli/(output|time-format|usage-error|stop-signals|launcher|listen-address|commands/instances|views/(store-read|instances|history|lease))\\.ts$',
           ),
           priority: 2,
         },
@@ -180,6 +197,7 @@ export async function buildDist(): Promise<void> {
     writeReplacing(join(dist, file.fileName), file.type === 'chunk' ? file.code : file.source, written);
   }
   writeReplacing(join(dist, 'THIRD-PARTY-LICENSES.txt'), thirdPartyLicenses(moduleIds), written);
+  writeReplacing(join(dist, 'cli/dashboard.js'), await dashboardScript(), written);
   for (const entry of readdirSync(dist, { recursive: true }) as string[]) {
     const file = join(dist, entry);
     if (/\.js(?:\.map)?$/.test(entry) && !written.has(file)) rmSync(file, { force: true });

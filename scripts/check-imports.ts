@@ -1,7 +1,8 @@
 /**
- * The import direction check of `npm run lint`: `cli -> config -> scheduler -> stores -> library`, and
- * nothing imports upward. Every import of every `src/**\/*.ts` counts: `import`, `import type`,
- * `export ... from`, a side-effect `import '...'`, `import()` and `typeof import()`.
+ * The import direction check of `npm run lint`: `cli -> config -> scheduler -> library ->
+ * strategies -> pipeline`, and nothing imports upward. Every import of every `src/**\/*.ts`
+ * counts: `import`, `import type`, `export ... from`, a side-effect `import '...'`, `import()` and
+ * `typeof import()`.
  *
  * `node --import tsx scripts/check-imports.ts [root]` prints each back-arrow and exits 1 when there
  * is one; the known ones in `allowedBackArrows` are printed as such and let pass, and an entry there
@@ -25,10 +26,12 @@ export const layers: ReadonlyArray<{ name: string; paths: readonly string[] }> =
   // Integrations with other libraries (resil/opentelemetry): built on the scheduler's events and the pipeline's telemetry.
   { name: 'integrations', paths: ['src/opentelemetry/'] },
   { name: 'scheduler', paths: ['src/scheduler/'] },
-  // The run ledger (its contract, decisions and memory store), the stores that keep it and leases,
-  // and the conformance suites: built on the strategies, which know none of them.
-  { name: 'stores', paths: ['src/ledger/', 'src/stores/', 'src/testing/'] },
-  { name: 'library', paths: ['src/pipeline/', 'src/strategies/'] },
+  // ResiliencePipelineBuilder (every strategy's shortcut), the run ledger (its contract, decisions
+  // and memory store), the stores and the test kit: built on the strategies, which know none of them.
+  { name: 'library', paths: ['src/builder/', 'src/ledger/', 'src/stores/', 'src/testing/'] },
+  { name: 'strategies', paths: ['src/strategies/'] },
+  // What every strategy builds on; it knows none of them.
+  { name: 'pipeline', paths: ['src/pipeline/'] },
 ];
 
 export interface BackArrow {

@@ -1,3 +1,4 @@
+export { ResiliencePipelineBuilder } from './builder/resilience-pipeline-builder.ts';
 export { defineConfig, defineJob } from './config/define.ts';
 export {
   type ClaimRequest,
@@ -46,7 +47,6 @@ export {
 export { type ExecuteOptions, ResiliencePipeline } from './pipeline/pipeline.ts';
 export { PipelineBuilder, type PipelineBuilderOptions } from './pipeline/pipeline-builder.ts';
 export { ResilienceProperties, ResiliencePropertyKey } from './pipeline/properties.ts';
-export { ResiliencePipelineBuilder } from './pipeline/resilience-pipeline-builder.ts';
 export type {
   Callback,
   Next,

@@ -1,11 +1,13 @@
 import { CommanderError } from 'commander';
+import { withDeadline } from '../pipeline/time.ts';
 import { isConfigError } from '../scheduler/config-error.ts';
 import { isUnknownJobError } from '../scheduler/errors.ts';
 import type { ResolvedConfig } from '../scheduler/job.ts';
 import type { LockStore } from '../strategies/lock/store.ts';
+import type { CommandHelpers } from './command-helpers.ts';
 import { rememberLauncher } from './launcher.ts';
 import { createStyles, printableOutput, shouldColor } from './output.ts';
-import { type CommandHelpers, createProgram } from './program.ts';
+import { createProgram } from './program.ts';
 import { isUsageError } from './usage-error.ts';
 
 /**
@@ -32,17 +34,11 @@ async function callBounded(target: unknown, method: string, deadlineMs = closeDe
   if ((typeof target !== 'object' && typeof target !== 'function') || target === null) return false;
   const close = (target as Record<string, unknown>)[method];
   if (typeof close !== 'function') return false;
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    await Promise.race([
-      Promise.resolve(close.call(target)).catch(() => {}),
-      new Promise((resolve) => {
-        timer = setTimeout(resolve, deadlineMs);
-      }),
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
+  await withDeadline(
+    Promise.resolve(close.call(target)).catch(() => {}),
+    deadlineMs,
+    () => undefined,
+  );
   return true;
 }
 

@@ -1,36 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
-import type { ResolvedConfig } from '../scheduler/job.ts';
+import type { CommandHelpers } from './command-helpers.ts';
 import { registerDashboardCommand } from './commands/dashboard.ts';
 import { registerInstancesCommand } from './commands/instances.ts';
 import { registerJobsCommands } from './commands/jobs.ts';
 import { registerLockCommands } from './commands/lock.ts';
 import { registerRunCommand } from './commands/run.ts';
-import type { Styles, TextOutput } from './output.ts';
-
-/** What every command receives from the program around it. */
-export interface CommandHelpers {
-  /**
-   * Loads the config given by the global `--config <file>`, or found from the working directory,
-   * once per process (later calls return the same config). Throws `ConfigError`, which the
-   * program reports and turns into exit code 2. The program closes the config's store when the
-   * command returns.
-   */
-  loadConfig(): Promise<ResolvedConfig>;
-  /**
-   * Where command output goes (`--json` documents, tables). Control characters written to it are
-   * shown escaped (`printableOutput`), whatever their source; logs go to the process's stdout.
-   */
-  readonly stdout: TextOutput;
-  /** Where warnings and errors go, escaped as `stdout` is. */
-  readonly stderr: TextOutput;
-  /** Colours for human output on stdout: off unless stdout is a terminal, and off under NO_COLOR. */
-  readonly styles: Styles;
-  /** Colours for stderr. */
-  readonly errorStyles: Styles;
-  /** The exit code once the command's action returns (the process then exits explicitly). */
-  setExitCode(code: number): void;
-}
 
 /** From the package's package.json, two levels up from src/cli/ and from dist/cli/ or dist/chunks/. */
 function packageVersion(): string {

@@ -3,7 +3,7 @@ import { dirname, isAbsolute, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { BuildFailure } from 'esbuild';
 import type { ConfigProblem } from '../scheduler/config-error.ts';
-import { redactCredentials } from '../scheduler/credentials.ts';
+import { firstLine, redactCredentials } from '../scheduler/credentials.ts';
 
 /** resil's own modules (`dist/` installed, `src/` in this repository): frames there are not the user's. */
 const ownModules = `${dirname(dirname(fileURLToPath(import.meta.url)))}/`;
@@ -23,8 +23,6 @@ function userFrame(stack = ''): string | undefined {
   }
   return undefined;
 }
-
-const firstLine = (text: string) => text.split('\n').find((line) => line.trim() !== '') ?? text;
 
 /**
  * Turns what importing a config threw into one problem naming the file and, when it can be

@@ -75,3 +75,40 @@ export function delay(
     signal.addEventListener('abort', onAbort, { once: true });
   });
 }
+
+/**
+ * What `work` settles to, or what `onDeadline()` returns (or throws) when `work` has not settled
+ * after `ms` on `time`; the timer is cleared as soon as either happens. `work` itself goes on: a
+ * late answer is dropped (and a late rejection handled).
+ *
+ * @example
+ * await withDeadline(store.inspect(key), 5_000, () => {
+ *   throw new Error('no answer within 5000 ms');
+ * });
+ */
+export function withDeadline<T, D = T>(
+  work: Promise<T>,
+  ms: number,
+  onDeadline: () => D,
+  time: TimeProvider = systemTimeProvider,
+): Promise<T | D> {
+  return new Promise<T | D>((resolve, reject) => {
+    const handle = time.setTimeout(() => {
+      try {
+        resolve(onDeadline());
+      } catch (error) {
+        reject(error);
+      }
+    }, ms);
+    work.then(
+      (value) => {
+        time.clearTimeout(handle);
+        resolve(value);
+      },
+      (error: unknown) => {
+        time.clearTimeout(handle);
+        reject(error);
+      },
+    );
+  });
+}

@@ -1,6 +1,6 @@
 import { maxLedgerRecordLimit } from '../ledger/defaults.ts';
 import { isInvalidKeyError } from '../strategies/lock/errors.ts';
-import type { LockStore } from '../strategies/lock/store.ts';
+import { isLockStore, type LockStore } from '../strategies/lock/store.ts';
 import { ConfigError, type ConfigProblem, got } from './config-error.ts';
 import { ledgerKeyOf, type ResolvedConfig, type ResolvedJob, type SchedulerTelemetry } from './job.ts';
 import { configDefaults, defaultInstanceName, defaultStore } from './job-defaults.ts';
@@ -82,16 +82,6 @@ function telemetry(value: unknown, report: Report): SchedulerTelemetry | undefin
     return undefined;
   }
   return valid ? (value as SchedulerTelemetry) : undefined;
-}
-
-function isLockStore(value: unknown): value is LockStore {
-  if (typeof value !== 'object' || value === null) return false;
-  const store = value as Partial<LockStore>;
-  return (
-    typeof store.acquire === 'function' &&
-    typeof store.renew === 'function' &&
-    typeof store.release === 'function'
-  );
 }
 
 /**

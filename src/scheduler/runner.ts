@@ -1,5 +1,5 @@
 import { hasInstanceRegistry, hasRunLedger } from '../ledger/contract.ts';
-import { systemTimeProvider, type TimeProvider, type TimerHandle } from '../pipeline/time.ts';
+import { systemTimeProvider, type TimeProvider, type TimerHandle, withDeadline } from '../pipeline/time.ts';
 import { describeError } from './credentials.ts';
 import { ShutdownError, UnknownJobError } from './errors.ts';
 import { logSchedulerEvents } from './event-log.ts';
@@ -322,14 +322,12 @@ export class JobRunner {
   /** True when every in-flight fire settled within `ms`. */
   async #settle(ms: number): Promise<boolean> {
     if (this.#inFlight.size === 0) return true;
-    let timer: TimerHandle | undefined;
-    const timedOut = new Promise<false>((resolve) => {
-      timer = this.#time.setTimeout(() => resolve(false), ms);
-    });
-    const settled = this.idle().then(() => true);
-    const result = await Promise.race([settled, timedOut]);
-    this.#time.clearTimeout(timer);
-    return result;
+    return withDeadline(
+      this.idle().then(() => true),
+      ms,
+      () => false,
+      this.#time,
+    );
   }
 
   #logStarted(store: object): void {

@@ -3,7 +3,7 @@ import { symlinkSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { formatTimeIn } from '../../src/cli/output.ts';
+import { formatTimeIn } from '../../src/cli/time-format.ts';
 import type { ClaimRequest, OccurrenceLease } from '../../src/ledger/contract.ts';
 import { RedisLockStore } from '../../src/stores/redis/index.ts';
 import { databaseUrlForTests, uniqueSchemaName } from '../support/postgres.ts';

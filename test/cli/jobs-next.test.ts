@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { nextRuns } from '../../src/cli/commands/jobs-next.ts';
-import { formatSpan } from '../../src/cli/output.ts';
+import { formatSpan } from '../../src/cli/time-format.ts';
+import { nextRuns } from '../../src/cli/views/jobs.ts';
 import { JobSchedule, jitterOf } from '../../src/scheduler/occurrence.ts';
 import { freePort } from '../support/processes.ts';
 import { createProject, ensureCliBuilt, type Project, runCli, tsConfig } from './cli-support.ts';

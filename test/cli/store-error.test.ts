@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { describe, expect, it } from 'vitest';
-import { describeStoreError, watchStoreConnection } from '../../src/cli/commands/store-error.ts';
+import { describeStoreError, watchStoreConnection } from '../../src/cli/views/store-read.ts';
 
 function withCode(message: string, code: string): Error {
   return Object.assign(new Error(message), { code });

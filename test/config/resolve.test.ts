@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { formatRelative, formatSpan } from '../../src/cli/output.ts';
+import { formatRelative, formatSpan } from '../../src/cli/time-format.ts';
 import { importDefault } from '../../src/config/import-module.ts';
 import { MemoryLockStore } from '../../src/ledger/memory-store.ts';
 import { describeValue } from '../../src/pipeline/errors.ts';

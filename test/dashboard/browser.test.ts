@@ -107,11 +107,11 @@ describe.skipIf(!browser || !redisUrl)('resil dashboard in Chromium, over a real
     ]);
     await expect
       .poll(() => row('tick').textContent(), eventually)
-      .toMatch(/every second \* \* \* \* \* \*UTC.*success.*on web-1/);
+      .toMatch(/Every second \* \* \* \* \* \*UTC.*success.*on web-1/);
     expect(await row('nightly-report').textContent()).toMatch(
-      /every day at 02:00 0 2 \* \* \*Europe\/Berlinin .*GMT\+[12]never/,
+      /At 02:00 0 2 \* \* \*Europe\/Berlinin .*GMT\+[12]never/,
     );
-    expect(await row('weekly-cleanup').textContent()).toContain('every Monday at 06:30');
+    expect(await row('weekly-cleanup').textContent()).toContain('At 06:30, only on Monday');
     // cache-rebuild works 4 s of every 3 s: its lease is (nearly) always held, by web-1.
     await expect
       .poll(() => row('cache-rebuild').locator('td').nth(5).textContent(), { timeout: 10_000 })
@@ -142,7 +142,7 @@ describe.skipIf(!browser || !redisUrl)('resil dashboard in Chromium, over a real
       'Error: upstream answered 503 Service Unavailable',
     );
     expect(await page.locator('ol.next li').count()).toBe(10);
-    expect(await page.locator('dl.summary').textContent()).toContain('every 2 seconds');
+    expect(await page.locator('dl.summary').textContent()).toContain('Every 2 seconds');
     const label = await page.locator('.timeline').getAttribute('aria-label');
     expect(label).toMatch(/^Timeline of the last \d+ occurrences, oldest first: .*\d+ failure/);
   });
@@ -379,8 +379,8 @@ describe.skipIf(!browser)(
       await page.goto(dashboard.url);
       await expect.poll(() => page.locator('tbody tr[data-job]').count(), eventually).toBe(3);
       for (const [name, schedule] of [
-        ['..', 'every day at 02:00'],
-        ['.', 'every day at 03:00'],
+        ['..', 'At 02:00'],
+        ['.', 'At 03:00'],
       ] as const) {
         await page.goto(dashboard.url);
         await page.getByRole('link', { name, exact: true }).click();

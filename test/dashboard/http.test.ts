@@ -241,8 +241,8 @@ describe('resil dashboard: the command', () => {
       expect(
         overview.jobs.map((job: { name: string; description: string }) => [job.name, job.description]),
       ).toEqual([
-        ['report', 'every day at 02:00'],
-        ['tick', 'every 10 seconds'],
+        ['report', 'At 02:00'],
+        ['tick', 'Every 10 seconds'],
       ]);
       expect(Date.parse(overview.jobs[1].nextRun) - Date.now()).toBeLessThanOrEqual(10_000);
       const token = (await pageToken(dashboard))!;
@@ -560,7 +560,7 @@ describe.skipIf(!redisUrl)('resil dashboard on Redis: the API', () => {
       lastRun: null,
       paused: false,
       pause: null,
-      description: 'every day at 02:00',
+      description: 'At 02:00',
       overlap: 'skip',
       lease: null,
     });

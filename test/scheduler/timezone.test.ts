@@ -1,6 +1,6 @@
 import { Cron } from 'croner';
 import { describe, expect, it } from 'vitest';
-import { formatTimeIn } from '../../src/cli/output.ts';
+import { formatTimeIn } from '../../src/cli/time-format.ts';
 import { isUtcName, isValidTimezone, pausedCronOptions } from '../../src/scheduler/timezone.ts';
 
 /** Instants across years, DST dates elsewhere, leap days and the ends of days. */

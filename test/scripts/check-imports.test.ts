@@ -30,8 +30,8 @@ const layered = {
   'src/scheduler/runner.ts':
     "import type { ResolvedJob } from './job.ts';\nimport { delay } from '../pipeline/time.ts';\n",
   'src/scheduler/job.ts': 'export interface ResolvedJob {}\n',
-  'src/pipeline/time.ts': "export { retry } from '../strategies/retry.ts';\n",
-  'src/strategies/retry.ts': 'export const retry = 1;\n',
+  'src/pipeline/time.ts': 'export const delay = 1;\n',
+  'src/strategies/retry.ts': "import { delay } from '../pipeline/time.ts';\nexport const retry = delay;\n",
 };
 
 afterEach(() => {
@@ -79,6 +79,12 @@ describe('scripts/check-imports.ts', () => {
 
   it.each([
     ['a static import', 'src/pipeline/time.ts', "import { x } from '../scheduler/runner.ts';\n"],
+    [
+      'a pipeline file importing a strategy',
+      'src/pipeline/pipeline.ts',
+      "import '../strategies/retry.ts';\n",
+    ],
+    ['a strategy importing a store', 'src/strategies/lock.ts', "import '../stores/redis.ts';\n"],
     ['a type import', 'src/strategies/retry.ts', "import type { X } from '../cli/main.ts';\n"],
     ['a side-effect import', 'src/stores/redis.ts', "import '../config/load.ts';\n"],
     ['a re-export', 'src/testing/index.ts', "export * from '../scheduler/runner.ts';\n"],

@@ -1,7 +1,7 @@
 import { type Command, InvalidArgumentError } from 'commander';
+import type { CommandHelpers } from '../command-helpers.ts';
 import type { AllowedHost } from '../dashboard/request-guard.ts';
 import { ipVersion, isHostName } from '../listen-address.ts';
-import type { CommandHelpers } from '../program.ts';
 
 /** `--port`: a whole number from 0 (any free port) to 65535. */
 function parsePort(value: string): number {

@@ -1,40 +1,13 @@
 import type { Command } from 'commander';
-import { hasInstanceRegistry, type RegisteredInstance } from '../../ledger/contract.ts';
-import { formatRelative, formatTable, formatTimeIn, localTimezone } from '../output.ts';
-import type { CommandHelpers } from '../program.ts';
-import { inMemoryStoreNote, readStore, storeFailure } from './store-error.ts';
-
-/** One live instance as `resil instances --json` prints it. */
-export interface InstanceEntry {
-  instance: string;
-  host: string;
-  pid: number;
-  version: string;
-  /** ISO 8601, on the store's clock as the instance estimated it. */
-  startedAt: string;
-  jobs: number;
-  /** The store's clock minus the instance's, ms: about -2000 for an instance whose clock is 2 s ahead. */
-  clockOffsetMs: number;
-  /** Its last heartbeat, ISO 8601, store clock. */
-  lastSeenAt: string;
-}
+import { hasInstanceRegistry } from '../../ledger/contract.ts';
+import type { CommandHelpers } from '../command-helpers.ts';
+import { formatTable } from '../output.ts';
+import { formatRelative, formatTimeIn, localTimezone } from '../time-format.ts';
+import { instanceEntryOf } from '../views/instances.ts';
+import { inMemoryStoreNote, readStore, storeFailure } from '../views/store-read.ts';
 
 /** `resil instances` exit codes (a bad config is 2). */
 const instancesExitCodes = { listed: 0, storeError: 1 } as const;
-
-/** A registered instance as `resil instances --json` prints it. */
-export function instanceEntryOf(instance: RegisteredInstance): InstanceEntry {
-  return {
-    instance: instance.instance,
-    host: instance.host,
-    pid: instance.pid,
-    version: instance.version,
-    startedAt: new Date(instance.startedAt).toISOString(),
-    jobs: instance.jobs,
-    clockOffsetMs: instance.clockOffsetMs,
-    lastSeenAt: new Date(instance.lastSeenAt).toISOString(),
-  };
-}
 
 /** `+12`, `-2003`: the sign says which way the instance's clock is off. */
 function formatOffset(ms: number): string {

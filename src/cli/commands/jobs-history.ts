@@ -1,66 +1,18 @@
 import { hasRunLedger, type RunRecord } from '../../ledger/contract.ts';
+import { firstLine } from '../../scheduler/credentials.ts';
 import { ledgerKeyOf } from '../../scheduler/job.ts';
-import { formatSpan, formatTable, formatTimeIn, localTimezone, type Styles } from '../output.ts';
-import type { CommandHelpers } from '../program.ts';
-import { jobNamed } from './jobs-next.ts';
-import { inMemoryStoreNote, readStore, storeFailure } from './store-error.ts';
+import type { CommandHelpers } from '../command-helpers.ts';
+import { formatTable, type Styles } from '../output.ts';
+import { formatElapsed, formatTimeIn, localTimezone } from '../time-format.ts';
+import { historyEntryOf, type JobHistoryEntry } from '../views/history.ts';
+import { jobNamed } from '../views/jobs.ts';
+import { inMemoryStoreNote, readStore, storeFailure } from '../views/store-read.ts';
 
 /** Longer errors are cut in the table (`--json` has them whole, as the ledger keeps them). */
 const tableErrorLength = 80;
 
-/** One occurrence as `resil jobs history --json` prints it. Instants are ISO 8601 in UTC. */
-export interface JobHistoryEntry {
-  /** The instant the schedule named (for `resil jobs run`, when the run was asked for). */
-  scheduledAt: string;
-  outcome: RunRecord['outcome'];
-  /** Why it was skipped (`overlap`, `missed`); null unless `skipped`. */
-  reason: NonNullable<RunRecord['reason']> | null;
-  instance: string | null;
-  /** The fencing token of its latest claim; null for an occurrence that never ran. */
-  token: number | null;
-  /** Store clock. */
-  startedAt: string | null;
-  /** Store clock; null while it is queued or running. */
-  endedAt: string | null;
-  /** `endedAt - startedAt`; null unless both are known. */
-  durationMs: number | null;
-  /** How many times another instance took it over after its holder stopped renewing. */
-  takeovers: number;
-  /** The ledger's short message for a failure (never secrets); null otherwise. */
-  error: string | null;
-}
-
-function isoOrNull(epochMs: number | undefined): string | null {
-  return epochMs === undefined ? null : new Date(epochMs).toISOString();
-}
-
-/** A run ledger record as `jobs history --json` prints it. */
-export function historyEntryOf(record: RunRecord): JobHistoryEntry {
-  const { startedAt, endedAt } = record;
-  return {
-    scheduledAt: new Date(record.scheduledAt).toISOString(),
-    outcome: record.outcome,
-    reason: record.reason ?? null,
-    instance: record.instance ?? null,
-    token: record.token ?? null,
-    startedAt: isoOrNull(startedAt),
-    endedAt: isoOrNull(endedAt),
-    durationMs: startedAt === undefined || endedAt === undefined ? null : endedAt - startedAt,
-    takeovers: record.takeovers ?? 0,
-    error: record.error ?? null,
-  };
-}
-
-/** The run ledger keeps a job's occurrences under its lock key, or under its name for `lock: false`. */
-/** `250ms`, `1.2s`, then `3m 2s`: a run's duration, where a second is coarse. */
-function formatElapsed(ms: number): string {
-  if (ms < 1_000) return `${ms}ms`;
-  if (ms < 60_000) return `${(ms / 1_000).toFixed(1)}s`;
-  return formatSpan(ms);
-}
-
 function shortError(error: string): string {
-  const line = error.split('\n')[0] ?? error;
+  const line = firstLine(error);
   return line.length <= tableErrorLength ? line : `${line.slice(0, tableErrorLength - 1)}…`;
 }
 

@@ -1,34 +1,8 @@
-import { UnknownJobError } from '../../scheduler/errors.ts';
-import type { ResolvedConfig, ResolvedJob } from '../../scheduler/job.ts';
-import { JobSchedule, jitterOf } from '../../scheduler/occurrence.ts';
-import { formatRelative, formatSpan, formatTable, formatTimeIn, localTimezone } from '../output.ts';
-import type { CommandHelpers } from '../program.ts';
-
-/** The job called `name`; throws `UnknownJobError` (exit code 2) naming the jobs the config does define. */
-export function jobNamed(config: ResolvedConfig, name: string): ResolvedJob {
-  const job = config.jobs.find((each) => each.name === name);
-  if (job === undefined) {
-    throw new UnknownJobError(
-      name,
-      config.jobs.map((each) => each.name),
-      config.filepath,
-    );
-  }
-  return job;
-}
-
-/**
- * The first `count` instants of the job's schedule strictly after `after`, oldest first (fewer when
- * the schedule has no more), computed as `resil run` fires them: in the job's timezone, with no
- * instant for a local time in a DST gap.
- */
-export function nextRuns(
-  job: Pick<ResolvedJob, 'schedule' | 'timezone'>,
-  after: number,
-  count: number,
-): number[] {
-  return new JobSchedule(job).between(after, Number.POSITIVE_INFINITY, count).instants;
-}
+import { jitterOf } from '../../scheduler/occurrence.ts';
+import type { CommandHelpers } from '../command-helpers.ts';
+import { formatTable } from '../output.ts';
+import { formatRelative, formatSpan, formatTimeIn, localTimezone } from '../time-format.ts';
+import { jobNamed, nextRuns } from '../views/jobs.ts';
 
 /** `+250ms`, `+42s`, `+3m 12s`: the delay after the instant. */
 function formatJitter(ms: number): string {

@@ -1,40 +1,26 @@
-import { hasJobPauses, type JobPause, type PausableRunLedger } from '../../ledger/contract.ts';
-import { ledgerKeyOf, type ResolvedJob } from '../../scheduler/job.ts';
-import { formatRelative, formatTimeIn, localTimezone } from '../output.ts';
-import type { CommandHelpers } from '../program.ts';
-import { jobNamed } from './jobs-next.ts';
-import { inMemoryStoreNote, readStore, type StoreReadFailure, storeFailure } from './store-error.ts';
+import type { PausableRunLedger } from '../../ledger/contract.ts';
+import type { ResolvedJob } from '../../scheduler/job.ts';
+import type { CommandHelpers } from '../command-helpers.ts';
+import { localTimezone } from '../time-format.ts';
+import { describePause, jobNamed, pauseJobIn, resumeJobIn, sharedPausesOf } from '../views/jobs.ts';
+import { type StoreReadFailure, storeFailure } from '../views/store-read.ts';
 
 /** `resil jobs pause` and `resil jobs resume` exit codes (a bad config or unknown job is 2). */
 const pauseExitCodes = { done: 0, storeError: 1 } as const;
 
-/** `by ops-1 at 2026-12-01 02:00:00 UTC (5m ago), reason: migration` */
-export function describePause(pause: JobPause, timezone: string, now = Date.now()): string {
-  const at = new Date(pause.pausedAt);
-  const reason = pause.reason === undefined ? '' : `, reason: ${pause.reason}`;
-  return `by ${pause.by} at ${formatTimeIn(at, timezone)} (${formatRelative(at, now)})${reason}`;
-}
-
 /**
  * The config's store, when it can pause jobs fleet-wide; else the reason is written to stderr,
- * the exit code set to 1, and `undefined` returned. The in-memory store can pause, but only in this
- * one-shot process: no `resil run` would ever see it.
+ * the exit code set to 1, and `undefined` returned.
  */
 function sharedLedgerOf(
   helpers: CommandHelpers,
   store: object,
   command: string,
 ): PausableRunLedger | undefined {
-  const { errorStyles } = helpers;
-  let why: string | undefined;
-  if (inMemoryStoreNote(store) !== undefined) {
-    why = "the config's store is the in-memory MemoryLockStore, which holds this process's runs only";
-  } else if (!hasJobPauses(store)) {
-    why = "the config's store keeps no run ledger with pauses (pauseJob, resumeJob, pauseOf)";
-  }
-  if (why === undefined) return store as PausableRunLedger;
+  const shared = sharedPausesOf(store);
+  if ('ledger' in shared) return shared.ledger;
   helpers.stderr.write(
-    `${errorStyles.red('error:')} resil jobs ${command} needs a shared store that every resil run reads, RedisLockStore or PostgresLockStore: ${why}\n`,
+    `${helpers.errorStyles.red('error:')} resil jobs ${command} needs a shared store that every resil run reads, RedisLockStore or PostgresLockStore: ${shared.why}\n`,
   );
   helpers.setExitCode(pauseExitCodes.storeError);
   return undefined;
@@ -60,15 +46,7 @@ export async function pauseJob(
   const job = jobNamed(config, name);
   const ledger = sharedLedgerOf(helpers, config.store, 'pause');
   if (ledger === undefined) return;
-  const key = ledgerKeyOf(job);
-  const read = await readStore(ledger, async () => {
-    await ledger.pauseJob(job.name, {
-      key,
-      by: config.instance,
-      ...(options.reason === undefined ? {} : { reason: options.reason }),
-    });
-    return ledger.pauseOf(job.name, { key });
-  });
+  const read = await pauseJobIn(ledger, job, config.instance, options.reason);
   if (!read.ok) return storeFailed(helpers, read);
   const pause = read.value ?? { pausedAt: Date.now(), by: config.instance, reason: options.reason };
   const { styles } = helpers;
@@ -87,12 +65,7 @@ export async function resumeJob(helpers: CommandHelpers, name: string): Promise<
   const job = jobNamed(config, name);
   const ledger = sharedLedgerOf(helpers, config.store, 'resume');
   if (ledger === undefined) return;
-  const key = ledgerKeyOf(job);
-  const read = await readStore(ledger, async () => {
-    const pause = await ledger.pauseOf(job.name, { key });
-    await ledger.resumeJob(job.name, { key });
-    return pause;
-  });
+  const read = await resumeJobIn(ledger, job);
   if (!read.ok) return storeFailed(helpers, read);
   const { styles } = helpers;
   const pause = read.value;

@@ -1,21 +1,22 @@
 import { hasJobPauses } from '../../ledger/contract.ts';
 import { formatDuration } from '../../pipeline/duration.ts';
+import { withDeadline } from '../../pipeline/time.ts';
 import { describeError } from '../../scheduler/credentials.ts';
-import { ShutdownError, UnknownJobError } from '../../scheduler/errors.ts';
+import { ShutdownError } from '../../scheduler/errors.ts';
 import { ledgerKeyOf } from '../../scheduler/job.ts';
 import { type FireResult, runJobNow } from '../../scheduler/runner.ts';
 import { isLockLostError } from '../../strategies/lock/errors.ts';
 import type { LeaseInfo } from '../../strategies/lock/store.ts';
 import { isTimeoutRejectedError } from '../../strategies/timeout/errors.ts';
+import type { CommandHelpers } from '../command-helpers.ts';
 import { containJobFaults, faultExitCode } from '../job-faults.ts';
 import { watchLauncher } from '../launcher.ts';
 import { createLogger } from '../logger.ts';
-import { localTimezone } from '../output.ts';
-import type { CommandHelpers } from '../program.ts';
 import { signalExitCodes } from '../stop-signals.ts';
+import { localTimezone } from '../time-format.ts';
 import { resolveLogLevel } from '../usage-error.ts';
-import { describePause } from './jobs-pause.ts';
-import { describeStoreError, readStore, watchStoreConnection } from './store-error.ts';
+import { describePause, jobNamed } from '../views/jobs.ts';
+import { describeStoreError, readStore, watchStoreConnection } from '../views/store-read.ts';
 
 /**
  * `resil jobs run` exit codes (CONTRACT.md); a paused job is skipped like a held lock. An
@@ -92,14 +93,7 @@ export async function runJob(
   const config = await helpers.loadConfig();
   const { errorStyles, stderr } = helpers;
   // Throws UnknownJobError before anything runs: reported with exit code 2.
-  const job = config.jobs.find((each) => each.name === name);
-  if (job === undefined) {
-    throw new UnknownJobError(
-      name,
-      config.jobs.map((each) => each.name),
-      config.filepath,
-    );
-  }
+  const job = jobNamed(config, name);
   const { store } = config;
   if (!options.force && hasJobPauses(store)) {
     const read = await readStore(store, () => store.pauseOf(name, { key: ledgerKeyOf(job) }));
@@ -129,22 +123,24 @@ export async function runJob(
   const givenUp = new Promise<number>((resolve) => {
     giveUp = resolve;
   });
-  const timers = new Set<NodeJS.Timeout>();
-  /** Gives the job `abortSettleMs` to settle (`settled`), then gives up on it. */
+  let finish!: () => void;
+  const finished = new Promise<void>((resolve) => {
+    finish = resolve;
+  });
+  /** Gives the job `abortSettleMs` to settle (`settled`, else the command's end), then gives up on it. */
   const boundSettling = (settled: Promise<void> | undefined, why: string) => {
-    const timer = setTimeout(() => {
-      logger.error(
-        { abortSettleMs },
-        `${name} ignored its aborted signal (${why}) for ${abortSettleMs / 1_000} s: giving up on it; its lease expires after its ttl`,
-      );
-      logger.flush();
-      giveUp(interruptedBy === undefined ? jobsRunExitCodes.failure : signalExitCodes[interruptedBy]!);
-    }, abortSettleMs);
-    timers.add(timer);
-    void settled?.then(() => {
-      clearTimeout(timer);
-      timers.delete(timer);
-    });
+    void withDeadline(
+      settled === undefined ? finished : Promise.race([settled, finished]),
+      abortSettleMs,
+      () => {
+        logger.error(
+          { abortSettleMs },
+          `${name} ignored its aborted signal (${why}) for ${abortSettleMs / 1_000} s: giving up on it; its lease expires after its ttl`,
+        );
+        logger.flush();
+        giveUp(interruptedBy === undefined ? jobsRunExitCodes.failure : signalExitCodes[interruptedBy]!);
+      },
+    );
   };
   /** Aborts the job's signal, as `signal` would; `why` names the cause in the abort reason. */
   const interruptWith = (signal: NodeJS.Signals, why: string) => {
@@ -198,7 +194,7 @@ export async function runJob(
     faults.dispose();
     connection.dispose();
     stopWatchingLauncher();
-    for (const timer of timers) clearTimeout(timer);
+    finish();
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
     logger.flush();

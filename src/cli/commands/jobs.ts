@@ -1,5 +1,5 @@
 import { type Command, InvalidArgumentError } from 'commander';
-import type { CommandHelpers } from '../program.ts';
+import type { CommandHelpers } from '../command-helpers.ts';
 
 /** The most `jobs history --limit` and `jobs next -n` accept. */
 const maxCount = 1_000;

@@ -1,7 +1,8 @@
 import type { LeaseInfo } from '../../strategies/lock/store.ts';
-import { formatRelative, formatTimeIn, localTimezone } from '../output.ts';
-import type { CommandHelpers } from '../program.ts';
-import { inMemoryStoreNote, readStore, storeFailure } from './store-error.ts';
+import type { CommandHelpers } from '../command-helpers.ts';
+import { formatRelative, formatTimeIn, localTimezone } from '../time-format.ts';
+import { leaseEntryOf } from '../views/lease.ts';
+import { inMemoryStoreNote, readStore, storeFailure } from '../views/store-read.ts';
 
 /** `resil lock status --json`: `owner`, `token` and `expiresAt` only when `held`. */
 export interface LockStatus {
@@ -13,14 +14,6 @@ export interface LockStatus {
   token?: number;
   /** ISO 8601, by the store's clock. */
   expiresAt?: string;
-}
-
-/** `<instance>/<uuid>` (or 32 hex digits where randomUUID is missing): the lock strategy's `ownerPrefix` form. */
-const prefixedOwner = /^(.+)\/(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{32})$/;
-
-/** The instance in a lease's owner id (`web-1` of `web-1/<uuid>`), or undefined for an owner id of another form. */
-export function instanceOf(owner: string): string | undefined {
-  return prefixedOwner.exec(owner)?.[1];
 }
 
 /** `resil lock status <key> [--json]`: exit 0 held or free, 1 store unreachable. */
@@ -47,16 +40,17 @@ export async function showLockStatus(
   }
   const lease: LeaseInfo | undefined = read.value;
 
+  const entry = lease === undefined ? undefined : leaseEntryOf(lease);
   const status: LockStatus =
-    lease === undefined
+    entry === undefined
       ? { key, held: false }
       : {
           key,
           held: true,
-          owner: lease.owner,
-          ...(instanceOf(lease.owner) === undefined ? {} : { instance: instanceOf(lease.owner) }),
-          token: lease.token,
-          expiresAt: lease.expiresAt.toISOString(),
+          owner: entry.owner,
+          ...(entry.instance === null ? {} : { instance: entry.instance }),
+          token: entry.token,
+          expiresAt: entry.expiresAt,
         };
   if (options.json) {
     helpers.stdout.write(`${JSON.stringify(status, null, 2)}\n`);

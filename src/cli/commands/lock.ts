@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { CommandHelpers } from '../program.ts';
+import type { CommandHelpers } from '../command-helpers.ts';
 
 /** `resil lock status <key>`. */
 export function registerLockCommands(program: Command, helpers: CommandHelpers): void {

@@ -121,7 +121,7 @@ Examples:
       const logger = base.child({ instance: config.instance });
       // Why the store fails (WRONGPASS, an unknown database, a refused connection): said once,
       // plainly, at start and whenever the reason changes, besides each skipped fire's line.
-      const { describeStoreError, watchStoreConnection } = await import('./store-error.ts');
+      const { describeStoreError, watchStoreConnection } = await import('../views/store-read.ts');
       let told: string | undefined;
       const tell = (reason: string) => {
         if (reason !== told) logger.error({ error: reason }, `the store fails: ${reason}`);

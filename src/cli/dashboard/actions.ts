@@ -1,25 +1,17 @@
-import { hasJobPauses, type JobPause, type PausableRunLedger } from '../../ledger/contract.ts';
+import { hasJobPauses, type PausableRunLedger } from '../../ledger/contract.ts';
+import { withDeadline } from '../../pipeline/time.ts';
 import { describeError } from '../../scheduler/credentials.ts';
 import { ShutdownError } from '../../scheduler/errors.ts';
 import type { SchedulerEvent } from '../../scheduler/events.ts';
 import { ledgerKeyOf, type ResolvedConfig, type ResolvedJob } from '../../scheduler/job.ts';
 import type { FireResult, SchedulerLogger } from '../../scheduler/runner.ts';
-import {
-  inMemoryStoreNote,
-  readStore,
-  type StoreReadFailure,
-  storeFailure,
-} from '../commands/store-error.ts';
+import { pauseEntryOf, pauseJobIn, resumeJobIn, sharedPausesOf } from '../views/jobs.ts';
+import { readStore, type StoreReadFailure, storeFailure } from '../views/store-read.ts';
 
 /** An action's answer: the HTTP status and the JSON body. */
 export interface ActionResult {
   readonly status: number;
   readonly body: Record<string, unknown>;
-}
-
-/** A pause as the API shows it (as `jobs list --json` does). */
-function pauseView(pause: JobPause): { by: string; pausedAt: string; reason: string | null } {
-  return { by: pause.by, pausedAt: new Date(pause.pausedAt).toISOString(), reason: pause.reason ?? null };
 }
 
 /** How long triggered runs get to settle once the dashboard stops and aborts them (as `jobs run`). */
@@ -65,7 +57,7 @@ export class DashboardActions {
           body: {
             error: `${job.name} is paused by ${read.value.by}: resume it first (or run it anyway with resil jobs run ${job.name} --force)`,
             job: job.name,
-            pause: pauseView(read.value),
+            pause: pauseEntryOf(read.value),
           },
         };
       }
@@ -121,28 +113,19 @@ export class DashboardActions {
   async pause(job: ResolvedJob, reason: string | undefined): Promise<ActionResult> {
     const { ledger, refused } = this.#sharedLedger('pause');
     if (ledger === undefined) return refused;
-    const key = ledgerKeyOf(job);
     const by = this.instance;
-    const read = await readStore(ledger, async () => {
-      await ledger.pauseJob(job.name, { key, by, ...(reason === undefined ? {} : { reason }) });
-      return ledger.pauseOf(job.name, { key });
-    });
+    const read = await pauseJobIn(ledger, job, by, reason);
     if (!read.ok) return storeFailed(read);
     this.#logger.info({ action: 'pause', job: job.name, by, reason }, `dashboard: paused ${job.name}`);
     const pause = read.value ?? { pausedAt: Date.now(), by, reason };
-    return { status: 200, body: { job: job.name, paused: true, pause: pauseView(pause) } };
+    return { status: 200, body: { job: job.name, paused: true, pause: pauseEntryOf(pause) } };
   }
 
   /** Lifts the job's pause: 200 (also when it was not paused), or 409 without a shared store, 503 unreachable. */
   async resume(job: ResolvedJob): Promise<ActionResult> {
     const { ledger, refused } = this.#sharedLedger('resume');
     if (ledger === undefined) return refused;
-    const key = ledgerKeyOf(job);
-    const read = await readStore(ledger, async () => {
-      const pause = await ledger.pauseOf(job.name, { key });
-      await ledger.resumeJob(job.name, { key });
-      return pause;
-    });
+    const read = await resumeJobIn(ledger, job);
     if (!read.ok) return storeFailed(read);
     this.#logger.info(
       { action: 'resume', job: job.name, by: this.instance },
@@ -153,7 +136,7 @@ export class DashboardActions {
       body: {
         job: job.name,
         paused: false,
-        resumed: read.value === undefined ? null : pauseView(read.value),
+        resumed: read.value === undefined ? null : pauseEntryOf(read.value),
       },
     };
   }
@@ -162,19 +145,13 @@ export class DashboardActions {
   #sharedLedger(
     action: 'pause' | 'resume',
   ): { ledger: PausableRunLedger; refused?: never } | { ledger?: never; refused: ActionResult } {
-    const { store } = this.#config;
-    let why: string | undefined;
-    if (inMemoryStoreNote(store) !== undefined) {
-      why = "the config's store is the in-memory MemoryLockStore, which holds this process's runs only";
-    } else if (!hasJobPauses(store)) {
-      why = "the config's store keeps no run ledger with pauses (pauseJob, resumeJob, pauseOf)";
-    }
-    if (why === undefined && hasJobPauses(store)) return { ledger: store };
+    const shared = sharedPausesOf(this.#config.store);
+    if ('ledger' in shared) return { ledger: shared.ledger };
     return {
       refused: {
         status: 409,
         body: {
-          error: `${action} needs a shared store that every resil run reads, RedisLockStore or PostgresLockStore: ${why}`,
+          error: `${action} needs a shared store that every resil run reads, RedisLockStore or PostgresLockStore: ${shared.why}`,
         },
       },
     };
@@ -188,14 +165,11 @@ export class DashboardActions {
   async stop(): Promise<void> {
     this.#stopping.abort(new ShutdownError('The dashboard is stopping.'));
     if (this.#running.size === 0) return;
-    let timer: NodeJS.Timeout | undefined;
-    const settled = await Promise.race([
+    const settled = await withDeadline(
       Promise.allSettled([...this.#running]).then(() => true),
-      new Promise<false>((resolve) => {
-        timer = setTimeout(() => resolve(false), abortSettleMs);
-      }),
-    ]);
-    clearTimeout(timer);
+      abortSettleMs,
+      () => false,
+    );
     if (!settled) {
       this.#logger.error(
         { running: this.#running.size, abortSettleMs },

@@ -1,33 +1,21 @@
 import type { OverlapPolicy } from '../../ledger/contract.ts';
 import { hasInstanceRegistry, hasJobPauses, hasRunLedger } from '../../ledger/contract.ts';
 import { ledgerKeyOf, type ResolvedConfig, type ResolvedJob } from '../../scheduler/job.ts';
-import type { LeaseInfo } from '../../strategies/lock/store.ts';
-import { type InstanceEntry, instanceEntryOf } from '../commands/instances.ts';
-import { historyEntryOf, type JobHistoryEntry } from '../commands/jobs-history.ts';
-import { type JobListEntry, readJobListing } from '../commands/jobs-list.ts';
-import { nextRuns } from '../commands/jobs-next.ts';
-import { instanceOf } from '../commands/lock-status.ts';
-import { inMemoryStoreNote, readStore } from '../commands/store-error.ts';
+import { historyEntryOf, type JobHistoryEntry } from '../views/history.ts';
+import { type InstanceEntry, instanceEntryOf } from '../views/instances.ts';
+import { type JobListEntry, nextRuns, readJobListing } from '../views/jobs.ts';
+import { type LeaseEntry, leaseEntryOf } from '../views/lease.ts';
+import { inMemoryStoreNote, readStore } from '../views/store-read.ts';
 import { describeSchedule } from './describe-schedule.ts';
-
-/** A job's lease, as `resil lock status --json` shows it. */
-export interface DashboardLease {
-  owner: string;
-  /** The instance in an owner id of the form `<instance>/<uuid>`; null otherwise. */
-  instance: string | null;
-  token: number;
-  /** ISO 8601, store clock. */
-  expiresAt: string;
-}
 
 /** One job: what `resil jobs list --json` prints, and what the dashboard adds. */
 export interface DashboardJob extends Omit<JobListEntry, 'lastRun'> {
-  /** The schedule in words (`every day at 02:00`); null for a shape without a description. */
+  /** The schedule in words (`At 02:00`); null for one cronstrue cannot read. */
   description: string | null;
   overlap: OverlapPolicy;
   lastRun: (NonNullable<JobListEntry['lastRun']> & { durationMs: number | null }) | null;
   /** The live lease on the job's lock key; null when free, for `lock: false`, or when the store cannot say. */
-  lease: DashboardLease | null;
+  lease: LeaseEntry | null;
 }
 
 /** What the dashboard knows of the config's store. */
@@ -126,24 +114,14 @@ async function storeNow(config: ResolvedConfig, view: StoreView): Promise<number
   return Date.now();
 }
 
-function leaseOf(lease: LeaseInfo | undefined): DashboardLease | null {
-  if (lease === undefined) return null;
-  return {
-    owner: lease.owner,
-    instance: instanceOf(lease.owner) ?? null,
-    token: lease.token,
-    expiresAt: lease.expiresAt.toISOString(),
-  };
-}
-
 /** Each job's lease by name (none on the in-memory store, whose leases are this process's). */
 async function readLeases(
   config: ResolvedConfig,
   jobs: readonly ResolvedJob[],
   view: StoreView,
-): Promise<Map<string, DashboardLease>> {
+): Promise<Map<string, LeaseEntry>> {
   const { store } = config;
-  const leases = new Map<string, DashboardLease>();
+  const leases = new Map<string, LeaseEntry>();
   if (!view.shared || typeof store.inspect !== 'function') return leases;
   const locked = jobs.filter((job) => job.lock !== false);
   const read = await readStore(store, () =>
@@ -154,8 +132,8 @@ async function readLeases(
     return leases;
   }
   locked.forEach((job, index) => {
-    const lease = leaseOf(read.value[index]);
-    if (lease !== null) leases.set(job.name, lease);
+    const lease = read.value[index];
+    if (lease !== undefined) leases.set(job.name, leaseEntryOf(lease));
   });
   return leases;
 }

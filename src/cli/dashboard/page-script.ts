@@ -1,586 +1,576 @@
-import type { InstanceEntry } from '../commands/instances.ts';
-import type { JobHistoryEntry } from '../commands/jobs-history.ts';
-import type { formatSpan, formatTimeIn } from '../output.ts';
-import type { DashboardJob, JobDetail, Overview, StoreView } from './api.ts';
-
 /**
- * The dashboard page's script. It runs in the browser, served as its own text (see `pageScript()`
- * in page.ts), so it must use nothing of this module but types: every helper is inside it, or passed in
- * (`format`: the terminal's time formatting, from src/cli/output.ts). It polls the JSON API every `refreshMs` and redraws, keeping the focused control focused; the
- * page reads `/` as the jobs table and `/jobs/<name>` (or `/job?name=<name>`) as that job's page. Times are shown as
+ * The dashboard page's script, run in the browser: `npm run build` bundles it with what it imports
+ * into dist/cli/dashboard.js, which the dashboard serves as `/dashboard.js`. It polls the JSON API
+ * every `refreshMs` and redraws, keeping the focused control focused; the page reads `/` as the
+ * jobs table and `/jobs/<name>` (or `/job?name=<name>`) as that job's page. Times are shown as
  * `resil jobs list` shows them: in the job's timezone with the zone's name, and relative to the
  * store's clock.
  */
-export function dashboardPage(
-  refreshMs: number,
-  format: { timeIn: typeof formatTimeIn; span: typeof formatSpan },
-): void {
-  type Child = Node | string | null | undefined | false;
-  type Props = Record<string, string | boolean | undefined>;
-  type Action = 'trigger' | 'pause' | 'resume';
+import { formatElapsed, formatSpan, formatTimeIn } from '../time-format.ts';
+import type { JobHistoryEntry } from '../views/history.ts';
+import type { InstanceEntry } from '../views/instances.ts';
+import type { DashboardJob, JobDetail, Overview, StoreView } from './api.ts';
 
-  const token = document.querySelector<HTMLMetaElement>('meta[name="resil-token"]')?.content;
-  const main = document.getElementById('main')!;
-  const updated = document.getElementById('updated')!;
-  const message = document.getElementById('message')!;
-  const storeLine = document.getElementById('store')!;
-  const jobSegment = /^\/jobs\/([^/]+)\/?$/.exec(location.pathname)?.[1];
-  /** The job this page is of (`/jobs/<name>`, `/job?name=<name>`); undefined on `/`. */
-  let jobName: string | undefined;
-  /** True when `/jobs/<segment>` is no percent-encoding (`/jobs/%E0`): no job has that name. */
-  let malformedJobPath = false;
-  if (location.pathname === '/job') {
-    jobName = new URLSearchParams(location.search).get('name') ?? '';
-  } else if (jobSegment !== undefined) {
-    try {
-      jobName = decodeURIComponent(jobSegment);
-    } catch {
-      jobName = jobSegment;
-      malformedJobPath = true;
-    }
-  }
-  const localZone = Intl.DateTimeFormat().resolvedOptions().timeZone;
-  /** The store's clock minus this browser's, from the last answer. */
-  let skewMs = 0;
-  let timer: number | undefined;
-  let firstRender = true;
-  /** The actions under way, by `action:job`. */
-  const busy = new Set<string>();
+/** How often the page asks the API again. */
+const refreshMs = 2_000;
 
-  function h<K extends keyof HTMLElementTagNameMap>(
-    tag: K,
-    props: Props = {},
-    ...children: Child[]
-  ): HTMLElementTagNameMap[K] {
-    const element = document.createElement(tag);
-    for (const [name, value] of Object.entries(props)) {
-      if (value === undefined || value === false) continue;
-      if (name === 'class') element.className = String(value);
-      else element.setAttribute(name, value === true ? '' : value);
-    }
-    for (const child of children)
-      if (child !== null && child !== undefined && child !== false) element.append(child);
-    return element;
-  }
+type Child = Node | string | null | undefined | false;
+type Props = Record<string, string | boolean | undefined>;
+type Action = 'trigger' | 'pause' | 'resume';
 
-  // Formatting: src/cli/output.ts's own functions, whose source pageScript() passes in.
-  const timeIn = (iso: string, timeZone: string) => format.timeIn(new Date(iso), timeZone);
-  const span = format.span;
-  function relative(iso: string): string {
-    const ms = Date.parse(iso) - (Date.now() + skewMs);
-    return ms >= 0 ? `in ${span(ms)}` : `${span(ms)} ago`;
+const token = document.querySelector<HTMLMetaElement>('meta[name="resil-token"]')?.content;
+const main = document.getElementById('main')!;
+const updated = document.getElementById('updated')!;
+const message = document.getElementById('message')!;
+const storeLine = document.getElementById('store')!;
+const jobSegment = /^\/jobs\/([^/]+)\/?$/.exec(location.pathname)?.[1];
+/** The job this page is of (`/jobs/<name>`, `/job?name=<name>`); undefined on `/`. */
+let jobName: string | undefined;
+/** True when `/jobs/<segment>` is no percent-encoding (`/jobs/%E0`): no job has that name. */
+let malformedJobPath = false;
+if (location.pathname === '/job') {
+  jobName = new URLSearchParams(location.search).get('name') ?? '';
+} else if (jobSegment !== undefined) {
+  try {
+    jobName = decodeURIComponent(jobSegment);
+  } catch {
+    jobName = jobSegment;
+    malformedJobPath = true;
   }
-  /** `250ms`, `1.2s`, `3m 2s`, as `resil jobs history` shows durations. */
-  function elapsed(ms: number): string {
-    if (ms < 1_000) return `${ms}ms`;
-    if (ms < 60_000) return `${(ms / 1_000).toFixed(1)}s`;
-    return span(ms);
-  }
-  function when(iso: string, timeZone: string): HTMLElement {
-    return h(
-      'span',
-      { class: 'when' },
-      h('time', { datetime: iso, class: 'rel' }, relative(iso)),
-      ' ',
-      h('span', { class: 'abs' }, timeIn(iso, timeZone)),
-    );
-  }
+}
+const localZone = Intl.DateTimeFormat().resolvedOptions().timeZone;
+/** The store's clock minus this browser's, from the last answer. */
+let skewMs = 0;
+let timer: number | undefined;
+let firstRender = true;
+/** The actions under way, by `action:job`. */
+const busy = new Set<string>();
 
-  const symbols: Record<string, string> = {
-    success: '✓',
-    failure: '✗',
-    skipped: '↷',
-    running: '▶',
-    queued: '…',
-  };
-  function badge(outcome: string, reason?: string | null): HTMLElement {
-    const text = reason ? `${outcome} (${reason})` : outcome;
-    return h(
-      'span',
-      { class: `badge ${outcome}` },
-      h('span', { 'aria-hidden': 'true' }, symbols[outcome] ?? '•'),
-      ` ${text}`,
-    );
+function h<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  props: Props = {},
+  ...children: Child[]
+): HTMLElementTagNameMap[K] {
+  const element = document.createElement(tag);
+  for (const [name, value] of Object.entries(props)) {
+    if (value === undefined || value === false) continue;
+    if (name === 'class') element.className = String(value);
+    else element.setAttribute(name, value === true ? '' : value);
   }
-  const muted = (text: string) => h('span', { class: 'muted' }, text);
-  /**
-   * The page (`base` '') or API (`base` '/api') path of a job, or of one of its actions. A URL
-   * cannot hold `.` or `..` as a path segment (it resolves them away, `%2E` too), so those two are
-   * addressed by `?name=` under `/job`, as the server also accepts for any name.
-   */
-  function jobPath(base: '' | '/api', name: string, action?: Action): string {
-    const tail = action === undefined ? '' : `/${action}`;
-    return name === '.' || name === '..'
-      ? `${base}/job${tail}?name=${encodeURIComponent(name)}`
-      : `${base}/jobs/${encodeURIComponent(name)}${tail}`;
-  }
-  const jobHref = (name: string) => jobPath('', name);
+  for (const child of children)
+    if (child !== null && child !== undefined && child !== false) element.append(child);
+  return element;
+}
 
-  function say(text: string, isError = false): void {
-    message.textContent = text;
-    message.className = isError ? 'error' : '';
-  }
+// Times as the commands show them.
+const timeIn = (iso: string, timeZone: string) => formatTimeIn(new Date(iso), timeZone);
+function relative(iso: string): string {
+  const ms = Date.parse(iso) - (Date.now() + skewMs);
+  return ms >= 0 ? `in ${formatSpan(ms)}` : `${formatSpan(ms)} ago`;
+}
+function when(iso: string, timeZone: string): HTMLElement {
+  return h(
+    'span',
+    { class: 'when' },
+    h('time', { datetime: iso, class: 'rel' }, relative(iso)),
+    ' ',
+    h('span', { class: 'abs' }, timeIn(iso, timeZone)),
+  );
+}
 
-  // Actions (only with --allow-actions: the page then carries the token).
-  async function act(action: Action, job: string, body: Record<string, unknown> = {}): Promise<void> {
-    const verbs = { trigger: 'Triggering', pause: 'Pausing', resume: 'Resuming' };
-    say(`${verbs[action]} ${job}…`);
-    try {
-      const response = await fetch(jobPath('/api', job, action), {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'x-resil-token': token ?? '' },
-        body: JSON.stringify(body),
-      });
-      const answer = (await response.json().catch(() => ({}))) as Record<string, unknown>;
-      if (!response.ok) {
-        say(`Could not ${action} ${job}: ${String(answer.error ?? `HTTP ${response.status}`)}`, true);
-      } else if (action === 'trigger') {
-        say(
-          answer.outcome === 'running'
-            ? `Triggered ${job}: running as ${String(answer.instance)}${answer.token === null ? '' : `, token ${String(answer.token)}`}.`
-            : `Triggered ${job}: ${String(answer.outcome)}${answer.error ? `: ${String(answer.error)}` : ''}.`,
-          answer.outcome === 'failure',
-        );
-      } else if (action === 'pause') {
-        reasonInput.value = '';
-        say(`Paused ${job}: every resil run skips its fires (reason paused) from its next fire on.`);
-      } else {
-        say(`Resumed ${job}: every resil run runs it again from its next fire on.`);
-      }
-    } catch (error) {
-      say(`Could not ${action} ${job}: ${(error as Error).message}`, true);
-    }
-    await refresh();
-  }
-  /** A button whose visible text is `text` (`Pause`), named for screen readers with the job (`Pause nightly-report`). */
-  function actionButton(action: Action, job: string, text: string, body?: () => Record<string, unknown>) {
-    const button = h(
-      'button',
-      {
-        type: 'button',
-        class: action,
-        'aria-label': `${text} ${job}`,
-        'data-focus': `${action === 'trigger' ? 'trigger' : 'toggle'}:${job}`,
-      },
-      text,
-    );
-    // Not disabled while it runs: a disabled button loses the keyboard focus.
-    const key = `${action}:${job}`;
-    if (busy.has(key)) button.setAttribute('aria-busy', 'true');
-    button.addEventListener('click', () => {
-      if (busy.has(key)) return;
-      busy.add(key);
-      button.setAttribute('aria-busy', 'true');
-      void act(action, job, body?.()).finally(() => busy.delete(key));
+const symbols: Record<string, string> = {
+  success: '✓',
+  failure: '✗',
+  skipped: '↷',
+  running: '▶',
+  queued: '…',
+};
+function badge(outcome: string, reason?: string | null): HTMLElement {
+  const text = reason ? `${outcome} (${reason})` : outcome;
+  return h(
+    'span',
+    { class: `badge ${outcome}` },
+    h('span', { 'aria-hidden': 'true' }, symbols[outcome] ?? '•'),
+    ` ${text}`,
+  );
+}
+const muted = (text: string) => h('span', { class: 'muted' }, text);
+/**
+ * The page (`base` '') or API (`base` '/api') path of a job, or of one of its actions. A URL
+ * cannot hold `.` or `..` as a path segment (it resolves them away, `%2E` too), so those two are
+ * addressed by `?name=` under `/job`, as the server also accepts for any name.
+ */
+function jobPath(base: '' | '/api', name: string, action?: Action): string {
+  const tail = action === undefined ? '' : `/${action}`;
+  return name === '.' || name === '..'
+    ? `${base}/job${tail}?name=${encodeURIComponent(name)}`
+    : `${base}/jobs/${encodeURIComponent(name)}${tail}`;
+}
+const jobHref = (name: string) => jobPath('', name);
+
+function say(text: string, isError = false): void {
+  message.textContent = text;
+  message.className = isError ? 'error' : '';
+}
+
+// Actions (only with --allow-actions: the page then carries the token).
+async function act(action: Action, job: string, body: Record<string, unknown> = {}): Promise<void> {
+  const verbs = { trigger: 'Triggering', pause: 'Pausing', resume: 'Resuming' };
+  say(`${verbs[action]} ${job}…`);
+  try {
+    const response = await fetch(jobPath('/api', job, action), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-resil-token': token ?? '' },
+      body: JSON.stringify(body),
     });
-    return button;
-  }
-  function actionButtons(job: DashboardJob, store: StoreView, body?: () => Record<string, unknown>): Child[] {
-    const name = job.name;
-    const toggle = !store.pauses
-      ? null
-      : job.paused
-        ? actionButton('resume', name, 'Resume')
-        : actionButton('pause', name, 'Pause', body);
-    return [actionButton('trigger', name, 'Trigger'), ' ', toggle];
-  }
-
-  /** Redraws `box` with `nodes`, keeping focus and horizontal scroll where they were. */
-  function redraw(box: HTMLElement, nodes: Child[]): void {
-    const focused = (document.activeElement as HTMLElement | null)?.dataset?.focus;
-    const scrolled = new Map(
-      Array.from(box.querySelectorAll<HTMLElement>('[data-scroll]')).map((element) => [
-        element.dataset.scroll,
-        element.scrollLeft,
-      ]),
-    );
-    box.replaceChildren(...nodes.filter((node): node is Node | string => Boolean(node)));
-    for (const element of Array.from(box.querySelectorAll<HTMLElement>('[data-scroll]'))) {
-      element.scrollLeft = scrolled.get(element.dataset.scroll) ?? 0;
-    }
-    if (focused !== undefined) {
-      box.querySelector<HTMLElement>(`[data-focus="${CSS.escape(focused)}"]`)?.focus();
-    }
-  }
-
-  function scrollingTable(label: string, head: string[], rows: HTMLTableRowElement[]): HTMLElement {
-    return h(
-      'div',
-      { class: 'scroll', role: 'region', 'aria-label': label, tabindex: '0', 'data-scroll': label },
-      h(
-        'table',
-        {},
-        h('caption', { class: 'visually-hidden' }, label),
-        h('thead', {}, h('tr', {}, ...head.map((title) => h('th', { scope: 'col' }, title)))),
-        h('tbody', {}, ...rows),
-      ),
-    );
-  }
-
-  function notices(store: StoreView): HTMLElement | null {
-    const lines = [...store.notes];
-    if (store.error !== null) lines.unshift(`The store did not answer: ${store.error}`);
-    if (lines.length === 0) return null;
-    return h(
-      'div',
-      { class: store.error === null ? 'notice' : 'notice error' },
-      ...lines.map((line) => h('p', {}, line)),
-    );
-  }
-
-  function scheduleCell(job: DashboardJob): Child[] {
-    return job.description === null
-      ? [h('code', {}, job.schedule)]
-      : [h('span', { class: 'desc' }, job.description), ' ', h('code', {}, job.schedule)];
-  }
-  function nextRunCell(job: DashboardJob): Child {
-    if (job.nextRun !== null) return when(job.nextRun, job.timezone);
-    return muted(job.enabled ? 'never' : 'disabled');
-  }
-  function lastRunCell(job: DashboardJob): Child[] {
-    const last = job.lastRun;
-    if (last === null) return [muted('never')];
-    const link = h(
-      'a',
-      { href: `${jobHref(job.name)}#run-${Date.parse(last.scheduledAt)}` },
-      badge(last.outcome),
-    );
-    const details = [
-      relative(last.endedAt ?? last.scheduledAt),
-      last.durationMs === null ? null : elapsed(last.durationMs),
-      last.instance === null ? null : `on ${last.instance}`,
-    ].filter((part): part is string => part !== null);
-    return [link, ' ', h('span', { class: 'small' }, details.join(' · '))];
-  }
-  function pausedCell(job: DashboardJob): Child[] {
-    if (job.pause === null) return [muted('no')];
-    return [
-      h('span', { class: 'badge paused' }, 'paused'),
-      ' ',
-      h(
-        'span',
-        { class: 'small' },
-        `by ${job.pause.by}${job.pause.reason === null ? '' : `: ${job.pause.reason}`}`,
-      ),
-    ];
-  }
-  function leaseCell(job: DashboardJob): Child[] {
-    if (job.lockKey === null) return [muted('no lock')];
-    const lease = job.lease;
-    if (lease === null) return [muted('free')];
-    return [
-      h('span', { class: 'holder' }, lease.instance ?? lease.owner),
-      ' ',
-      h('span', { class: 'small' }, `token ${lease.token} · expires ${relative(lease.expiresAt)}`),
-    ];
-  }
-
-  function jobsSection(data: Overview): HTMLElement {
-    const head = ['Job', 'Schedule', 'Timezone', 'Next run', 'Last run', 'Paused', 'Lease'];
-    if (data.actions) head.push('Actions');
-    const rows = data.jobs.map((job) => {
-      const cells: Child[] = [
-        h(
-          'th',
-          { scope: 'row' },
-          h('a', { href: jobHref(job.name) }, job.name),
-          !job.enabled && h('span', { class: 'tag' }, 'disabled'),
-        ),
-        h('td', {}, ...scheduleCell(job)),
-        h('td', {}, job.timezone),
-        h('td', {}, nextRunCell(job)),
-        h('td', {}, ...lastRunCell(job)),
-        h('td', {}, ...pausedCell(job)),
-        h('td', {}, ...leaseCell(job)),
-      ];
-      if (data.actions) cells.push(h('td', { class: 'actions' }, ...actionButtons(job, data.store)));
-      return h('tr', { 'data-job': job.name }, ...cells);
-    });
-    return h(
-      'section',
-      { 'aria-labelledby': 'jobs-title' },
-      h('h2', { id: 'jobs-title' }, `Jobs (${data.jobs.length})`),
-      data.jobs.length === 0 ? h('p', {}, `No jobs in ${data.config}.`) : scrollingTable('Jobs', head, rows),
-    );
-  }
-
-  function instancesSection(data: Overview): HTMLElement {
-    const title = h('h2', { id: 'instances-title' }, 'Instances');
-    let body: Child;
-    if (data.instances === null) {
-      body = h('p', { class: 'muted' }, 'The store does not list instances.');
-    } else if (data.instances.length === 0) {
-      body = h('p', {}, 'No live instance: no resil run has sent a heartbeat within the last 15 s.');
-    } else {
-      title.textContent = `Instances (${data.instances.length})`;
-      const rows = data.instances.map((instance: InstanceEntry) => {
-        const off = Math.abs(instance.clockOffsetMs) > 1_000;
-        const offset = `${instance.clockOffsetMs > 0 ? '+' : ''}${instance.clockOffsetMs} ms`;
-        return h(
-          'tr',
-          {},
-          h('th', { scope: 'row' }, instance.instance),
-          h('td', {}, instance.host),
-          h('td', {}, String(instance.pid)),
-          h('td', {}, instance.version),
-          h('td', {}, String(instance.jobs)),
-          h(
-            'td',
-            { class: off ? 'warn' : undefined },
-            off ? h('span', { 'aria-hidden': 'true' }, '⚠ ') : null,
-            offset,
-            off ? h('span', { class: 'visually-hidden' }, ' (more than 1 s off the store clock)') : null,
-          ),
-          h('td', {}, relative(instance.lastSeenAt)),
-          h('td', {}, when(instance.startedAt, localZone)),
-        );
-      });
-      body = scrollingTable(
-        'Instances',
-        ['Instance', 'Host', 'PID', 'Version', 'Jobs', 'Clock offset', 'Last heartbeat', 'Started'],
-        rows,
+    const answer = (await response.json().catch(() => ({}))) as Record<string, unknown>;
+    if (!response.ok) {
+      say(`Could not ${action} ${job}: ${String(answer.error ?? `HTTP ${response.status}`)}`, true);
+    } else if (action === 'trigger') {
+      say(
+        answer.outcome === 'running'
+          ? `Triggered ${job}: running as ${String(answer.instance)}${answer.token === null ? '' : `, token ${String(answer.token)}`}.`
+          : `Triggered ${job}: ${String(answer.outcome)}${answer.error ? `: ${String(answer.error)}` : ''}.`,
+        answer.outcome === 'failure',
       );
+    } else if (action === 'pause') {
+      reasonInput.value = '';
+      say(`Paused ${job}: every resil run skips its fires (reason paused) from its next fire on.`);
+    } else {
+      say(`Resumed ${job}: every resil run runs it again from its next fire on.`);
     }
-    return h(
-      'section',
-      { 'aria-labelledby': 'instances-title' },
-      title,
-      body,
-      h(
-        'p',
-        { class: 'small muted' },
-        'Clock offset: the store’s clock minus the instance’s; past 1 s it is marked.',
-      ),
-    );
+  } catch (error) {
+    say(`Could not ${action} ${job}: ${(error as Error).message}`, true);
   }
-
-  function renderOverview(data: Overview): void {
-    document.title = 'resil dashboard';
-    redraw(main, [notices(data.store), jobsSection(data), instancesSection(data)]);
-  }
-
-  // A job's page: the summary and the history are redrawn; the actions (with the reason typed so far) stay.
-  let jobBoxes: { summary: HTMLElement; actions: HTMLElement; history: HTMLElement } | undefined;
-  const reasonInput = h('input', {
-    id: 'pause-reason',
-    type: 'text',
-    maxlength: '500',
-    autocomplete: 'off',
-    'data-focus': 'reason',
+  await refresh();
+}
+/** A button whose visible text is `text` (`Pause`), named for screen readers with the job (`Pause nightly-report`). */
+function actionButton(action: Action, job: string, text: string, body?: () => Record<string, unknown>) {
+  const button = h(
+    'button',
+    {
+      type: 'button',
+      class: action,
+      'aria-label': `${text} ${job}`,
+      'data-focus': `${action === 'trigger' ? 'trigger' : 'toggle'}:${job}`,
+    },
+    text,
+  );
+  // Not disabled while it runs: a disabled button loses the keyboard focus.
+  const key = `${action}:${job}`;
+  if (busy.has(key)) button.setAttribute('aria-busy', 'true');
+  button.addEventListener('click', () => {
+    if (busy.has(key)) return;
+    busy.add(key);
+    button.setAttribute('aria-busy', 'true');
+    void act(action, job, body?.()).finally(() => busy.delete(key));
   });
+  return button;
+}
+function actionButtons(job: DashboardJob, store: StoreView, body?: () => Record<string, unknown>): Child[] {
+  const name = job.name;
+  const toggle = !store.pauses
+    ? null
+    : job.paused
+      ? actionButton('resume', name, 'Resume')
+      : actionButton('pause', name, 'Pause', body);
+  return [actionButton('trigger', name, 'Trigger'), ' ', toggle];
+}
 
-  function historyTable(history: JobHistoryEntry[], timeZone: string): HTMLElement {
-    const longest = Math.max(1, ...history.map((entry) => entry.durationMs ?? 0));
-    const rows = history.map((entry) => {
-      const bar = h('span', { class: `bar ${entry.outcome}` });
-      bar.style.width = `${Math.max(2, (100 * (entry.durationMs ?? 0)) / longest)}%`;
+/** Redraws `box` with `nodes`, keeping focus and horizontal scroll where they were. */
+function redraw(box: HTMLElement, nodes: Child[]): void {
+  const focused = (document.activeElement as HTMLElement | null)?.dataset?.focus;
+  const scrolled = new Map(
+    Array.from(box.querySelectorAll<HTMLElement>('[data-scroll]')).map((element) => [
+      element.dataset.scroll,
+      element.scrollLeft,
+    ]),
+  );
+  box.replaceChildren(...nodes.filter((node): node is Node | string => Boolean(node)));
+  for (const element of Array.from(box.querySelectorAll<HTMLElement>('[data-scroll]'))) {
+    element.scrollLeft = scrolled.get(element.dataset.scroll) ?? 0;
+  }
+  if (focused !== undefined) {
+    box.querySelector<HTMLElement>(`[data-focus="${CSS.escape(focused)}"]`)?.focus();
+  }
+}
+
+function scrollingTable(label: string, head: string[], rows: HTMLTableRowElement[]): HTMLElement {
+  return h(
+    'div',
+    { class: 'scroll', role: 'region', 'aria-label': label, tabindex: '0', 'data-scroll': label },
+    h(
+      'table',
+      {},
+      h('caption', { class: 'visually-hidden' }, label),
+      h('thead', {}, h('tr', {}, ...head.map((title) => h('th', { scope: 'col' }, title)))),
+      h('tbody', {}, ...rows),
+    ),
+  );
+}
+
+function notices(store: StoreView): HTMLElement | null {
+  const lines = [...store.notes];
+  if (store.error !== null) lines.unshift(`The store did not answer: ${store.error}`);
+  if (lines.length === 0) return null;
+  return h(
+    'div',
+    { class: store.error === null ? 'notice' : 'notice error' },
+    ...lines.map((line) => h('p', {}, line)),
+  );
+}
+
+function scheduleCell(job: DashboardJob): Child[] {
+  return job.description === null
+    ? [h('code', {}, job.schedule)]
+    : [h('span', { class: 'desc' }, job.description), ' ', h('code', {}, job.schedule)];
+}
+function nextRunCell(job: DashboardJob): Child {
+  if (job.nextRun !== null) return when(job.nextRun, job.timezone);
+  return muted(job.enabled ? 'never' : 'disabled');
+}
+function lastRunCell(job: DashboardJob): Child[] {
+  const last = job.lastRun;
+  if (last === null) return [muted('never')];
+  const link = h(
+    'a',
+    { href: `${jobHref(job.name)}#run-${Date.parse(last.scheduledAt)}` },
+    badge(last.outcome),
+  );
+  const details = [
+    relative(last.endedAt ?? last.scheduledAt),
+    last.durationMs === null ? null : formatElapsed(last.durationMs),
+    last.instance === null ? null : `on ${last.instance}`,
+  ].filter((part): part is string => part !== null);
+  return [link, ' ', h('span', { class: 'small' }, details.join(' · '))];
+}
+function pausedCell(job: DashboardJob): Child[] {
+  if (job.pause === null) return [muted('no')];
+  return [
+    h('span', { class: 'badge paused' }, 'paused'),
+    ' ',
+    h(
+      'span',
+      { class: 'small' },
+      `by ${job.pause.by}${job.pause.reason === null ? '' : `: ${job.pause.reason}`}`,
+    ),
+  ];
+}
+function leaseCell(job: DashboardJob): Child[] {
+  if (job.lockKey === null) return [muted('no lock')];
+  const lease = job.lease;
+  if (lease === null) return [muted('free')];
+  return [
+    h('span', { class: 'holder' }, lease.instance ?? lease.owner),
+    ' ',
+    h('span', { class: 'small' }, `token ${lease.token} · expires ${relative(lease.expiresAt)}`),
+  ];
+}
+
+function jobsSection(data: Overview): HTMLElement {
+  const head = ['Job', 'Schedule', 'Timezone', 'Next run', 'Last run', 'Paused', 'Lease'];
+  if (data.actions) head.push('Actions');
+  const rows = data.jobs.map((job) => {
+    const cells: Child[] = [
+      h(
+        'th',
+        { scope: 'row' },
+        h('a', { href: jobHref(job.name) }, job.name),
+        !job.enabled && h('span', { class: 'tag' }, 'disabled'),
+      ),
+      h('td', {}, ...scheduleCell(job)),
+      h('td', {}, job.timezone),
+      h('td', {}, nextRunCell(job)),
+      h('td', {}, ...lastRunCell(job)),
+      h('td', {}, ...pausedCell(job)),
+      h('td', {}, ...leaseCell(job)),
+    ];
+    if (data.actions) cells.push(h('td', { class: 'actions' }, ...actionButtons(job, data.store)));
+    return h('tr', { 'data-job': job.name }, ...cells);
+  });
+  return h(
+    'section',
+    { 'aria-labelledby': 'jobs-title' },
+    h('h2', { id: 'jobs-title' }, `Jobs (${data.jobs.length})`),
+    data.jobs.length === 0 ? h('p', {}, `No jobs in ${data.config}.`) : scrollingTable('Jobs', head, rows),
+  );
+}
+
+function instancesSection(data: Overview): HTMLElement {
+  const title = h('h2', { id: 'instances-title' }, 'Instances');
+  let body: Child;
+  if (data.instances === null) {
+    body = h('p', { class: 'muted' }, 'The store does not list instances.');
+  } else if (data.instances.length === 0) {
+    body = h('p', {}, 'No live instance: no resil run has sent a heartbeat within the last 15 s.');
+  } else {
+    title.textContent = `Instances (${data.instances.length})`;
+    const rows = data.instances.map((instance: InstanceEntry) => {
+      const off = Math.abs(instance.clockOffsetMs) > 1_000;
+      const offset = `${instance.clockOffsetMs > 0 ? '+' : ''}${instance.clockOffsetMs} ms`;
       return h(
         'tr',
-        { id: `run-${Date.parse(entry.scheduledAt)}` },
-        h('th', { scope: 'row', class: 'nowrap' }, timeIn(entry.scheduledAt, timeZone)),
-        h('td', {}, badge(entry.outcome, entry.reason)),
-        h('td', {}, entry.instance ?? '–'),
-        h('td', {}, entry.token === null ? '–' : String(entry.token)),
-        h('td', { class: 'nowrap' }, entry.startedAt === null ? '–' : relative(entry.startedAt)),
+        {},
+        h('th', { scope: 'row' }, instance.instance),
+        h('td', {}, instance.host),
+        h('td', {}, String(instance.pid)),
+        h('td', {}, instance.version),
+        h('td', {}, String(instance.jobs)),
         h(
           'td',
-          { class: 'duration' },
-          entry.durationMs === null ? '–' : h('span', { class: 'track' }, bar),
-          entry.durationMs === null ? null : elapsed(entry.durationMs),
+          { class: off ? 'warn' : undefined },
+          off ? h('span', { 'aria-hidden': 'true' }, '⚠ ') : null,
+          offset,
+          off ? h('span', { class: 'visually-hidden' }, ' (more than 1 s off the store clock)') : null,
         ),
-        h('td', { class: 'error-text' }, entry.error ?? ''),
+        h('td', {}, relative(instance.lastSeenAt)),
+        h('td', {}, when(instance.startedAt, localZone)),
       );
     });
-    return scrollingTable(
-      'Run history',
-      [`Occurrence (${timeZone})`, 'Outcome', 'Instance', 'Token', 'Started', 'Duration', 'Error'],
+    body = scrollingTable(
+      'Instances',
+      ['Instance', 'Host', 'PID', 'Version', 'Jobs', 'Clock offset', 'Last heartbeat', 'Started'],
       rows,
     );
   }
+  return h(
+    'section',
+    { 'aria-labelledby': 'instances-title' },
+    title,
+    body,
+    h(
+      'p',
+      { class: 'small muted' },
+      'Clock offset: the store’s clock minus the instance’s; past 1 s it is marked.',
+    ),
+  );
+}
 
-  function timeline(history: JobHistoryEntry[], timeZone: string): HTMLElement {
-    const oldestFirst = [...history].reverse();
-    const longest = Math.max(1, ...history.map((entry) => entry.durationMs ?? 0));
-    const counts = new Map<string, number>();
-    for (const entry of history) counts.set(entry.outcome, (counts.get(entry.outcome) ?? 0) + 1);
-    const summary = [...counts].map(([outcome, count]) => `${count} ${outcome}`).join(', ');
-    const marks = oldestFirst.map((entry) => {
-      const label = `${timeIn(entry.scheduledAt, timeZone)}: ${entry.outcome}${entry.reason === null ? '' : ` (${entry.reason})`}${entry.durationMs === null ? '' : `, ${elapsed(entry.durationMs)}`}${entry.instance === null ? '' : `, ${entry.instance}`}`;
-      const bar = h('span', { class: 'bar' });
-      bar.style.height =
-        entry.durationMs === null ? '' : `${Math.max(8, (100 * entry.durationMs) / longest)}%`;
-      return h(
-        'li',
-        {},
-        h(
-          'a',
-          {
-            class: `mark ${entry.outcome}`,
-            href: `#run-${Date.parse(entry.scheduledAt)}`,
-            title: label,
-            tabindex: '-1',
-          },
-          bar,
-          h('span', { class: 'sym' }, symbols[entry.outcome] ?? '•'),
-        ),
-      );
-    });
+function renderOverview(data: Overview): void {
+  document.title = 'resil dashboard';
+  redraw(main, [notices(data.store), jobsSection(data), instancesSection(data)]);
+}
+
+// A job's page: the summary and the history are redrawn; the actions (with the reason typed so far) stay.
+let jobBoxes: { summary: HTMLElement; actions: HTMLElement; history: HTMLElement } | undefined;
+const reasonInput = h('input', {
+  id: 'pause-reason',
+  type: 'text',
+  maxlength: '500',
+  autocomplete: 'off',
+  'data-focus': 'reason',
+});
+
+function historyTable(history: JobHistoryEntry[], timeZone: string): HTMLElement {
+  const longest = Math.max(1, ...history.map((entry) => entry.durationMs ?? 0));
+  const rows = history.map((entry) => {
+    const bar = h('span', { class: `bar ${entry.outcome}` });
+    bar.style.width = `${Math.max(2, (100 * (entry.durationMs ?? 0)) / longest)}%`;
     return h(
-      'ol',
-      {
-        class: 'timeline',
-        role: 'img',
-        'aria-label': `Timeline of the last ${history.length} occurrences, oldest first: ${summary}`,
-      },
-      ...marks,
+      'tr',
+      { id: `run-${Date.parse(entry.scheduledAt)}` },
+      h('th', { scope: 'row', class: 'nowrap' }, timeIn(entry.scheduledAt, timeZone)),
+      h('td', {}, badge(entry.outcome, entry.reason)),
+      h('td', {}, entry.instance ?? '–'),
+      h('td', {}, entry.token === null ? '–' : String(entry.token)),
+      h('td', { class: 'nowrap' }, entry.startedAt === null ? '–' : relative(entry.startedAt)),
+      h(
+        'td',
+        { class: 'duration' },
+        entry.durationMs === null ? '–' : h('span', { class: 'track' }, bar),
+        entry.durationMs === null ? null : formatElapsed(entry.durationMs),
+      ),
+      h('td', { class: 'error-text' }, entry.error ?? ''),
     );
-  }
+  });
+  return scrollingTable(
+    'Run history',
+    [`Occurrence (${timeZone})`, 'Outcome', 'Instance', 'Token', 'Started', 'Duration', 'Error'],
+    rows,
+  );
+}
 
-  function renderJob(data: JobDetail): void {
-    const { job } = data;
-    document.title = `${job.name} · resil dashboard`;
-    if (jobBoxes === undefined) {
-      jobBoxes = { summary: h('div'), actions: h('div'), history: h('div') };
-      main.replaceChildren(jobBoxes.summary, jobBoxes.actions, jobBoxes.history);
-    }
-    const row = (term: string, ...value: Child[]) => [h('dt', {}, term), h('dd', {}, ...value)];
-    redraw(jobBoxes.summary, [
-      h('p', {}, h('a', { href: '/' }, '← All jobs')),
-      notices(data.store),
-      h('h2', { id: 'job-title' }, job.name, !job.enabled && h('span', { class: 'tag' }, 'disabled')),
+function timeline(history: JobHistoryEntry[], timeZone: string): HTMLElement {
+  const oldestFirst = [...history].reverse();
+  const longest = Math.max(1, ...history.map((entry) => entry.durationMs ?? 0));
+  const counts = new Map<string, number>();
+  for (const entry of history) counts.set(entry.outcome, (counts.get(entry.outcome) ?? 0) + 1);
+  const summary = [...counts].map(([outcome, count]) => `${count} ${outcome}`).join(', ');
+  const marks = oldestFirst.map((entry) => {
+    const label = `${timeIn(entry.scheduledAt, timeZone)}: ${entry.outcome}${entry.reason === null ? '' : ` (${entry.reason})`}${entry.durationMs === null ? '' : `, ${formatElapsed(entry.durationMs)}`}${entry.instance === null ? '' : `, ${entry.instance}`}`;
+    const bar = h('span', { class: 'bar' });
+    bar.style.height = entry.durationMs === null ? '' : `${Math.max(8, (100 * entry.durationMs) / longest)}%`;
+    return h(
+      'li',
+      {},
       h(
-        'dl',
-        { class: 'summary' },
-        ...row('Schedule', ...scheduleCell(job)),
-        ...row('Timezone', job.timezone),
-        ...row('Next run', nextRunCell(job)),
-        ...row('Last run', ...lastRunCell(job)),
-        ...row('Paused', ...pausedCell(job)),
-        ...row('Lock', job.lockKey === null ? muted('none (lock: false)') : h('code', {}, job.lockKey)),
-        ...row('Lease', ...leaseCell(job)),
-        ...row('Overlap', job.overlap),
+        'a',
+        {
+          class: `mark ${entry.outcome}`,
+          href: `#run-${Date.parse(entry.scheduledAt)}`,
+          title: label,
+          tabindex: '-1',
+        },
+        bar,
+        h('span', { class: 'sym' }, symbols[entry.outcome] ?? '•'),
+      ),
+    );
+  });
+  return h(
+    'ol',
+    {
+      class: 'timeline',
+      role: 'img',
+      'aria-label': `Timeline of the last ${history.length} occurrences, oldest first: ${summary}`,
+    },
+    ...marks,
+  );
+}
+
+function renderJob(data: JobDetail): void {
+  const { job } = data;
+  document.title = `${job.name} · resil dashboard`;
+  if (jobBoxes === undefined) {
+    jobBoxes = { summary: h('div'), actions: h('div'), history: h('div') };
+    main.replaceChildren(jobBoxes.summary, jobBoxes.actions, jobBoxes.history);
+  }
+  const row = (term: string, ...value: Child[]) => [h('dt', {}, term), h('dd', {}, ...value)];
+  redraw(jobBoxes.summary, [
+    h('p', {}, h('a', { href: '/' }, '← All jobs')),
+    notices(data.store),
+    h('h2', { id: 'job-title' }, job.name, !job.enabled && h('span', { class: 'tag' }, 'disabled')),
+    h(
+      'dl',
+      { class: 'summary' },
+      ...row('Schedule', ...scheduleCell(job)),
+      ...row('Timezone', job.timezone),
+      ...row('Next run', nextRunCell(job)),
+      ...row('Last run', ...lastRunCell(job)),
+      ...row('Paused', ...pausedCell(job)),
+      ...row('Lock', job.lockKey === null ? muted('none (lock: false)') : h('code', {}, job.lockKey)),
+      ...row('Lease', ...leaseCell(job)),
+      ...row('Overlap', job.overlap),
+    ),
+  ]);
+  if (data.actions) {
+    const pausing = data.store.pauses && !job.paused;
+    const pauseBody = () => {
+      const reason = reasonInput.value.trim();
+      return reason === '' ? {} : { reason };
+    };
+    redraw(jobBoxes.actions, [
+      h(
+        'section',
+        { class: 'panel', 'aria-labelledby': 'actions-title' },
+        h('h3', { id: 'actions-title' }, 'Actions'),
+        pausing ? h('label', { for: 'pause-reason' }, 'Reason for a pause (optional) ') : null,
+        pausing ? reasonInput : null,
+        h('div', { class: 'actions' }, ...actionButtons(job, data.store, pauseBody)),
       ),
     ]);
-    if (data.actions) {
-      const pausing = data.store.pauses && !job.paused;
-      const pauseBody = () => {
-        const reason = reasonInput.value.trim();
-        return reason === '' ? {} : { reason };
-      };
-      redraw(jobBoxes.actions, [
-        h(
-          'section',
-          { class: 'panel', 'aria-labelledby': 'actions-title' },
-          h('h3', { id: 'actions-title' }, 'Actions'),
-          pausing ? h('label', { for: 'pause-reason' }, 'Reason for a pause (optional) ') : null,
-          pausing ? reasonInput : null,
-          h('div', { class: 'actions' }, ...actionButtons(job, data.store, pauseBody)),
-        ),
-      ]);
-    }
-    const failure = data.history.find((entry) => entry.outcome === 'failure');
-    redraw(jobBoxes.history, [
-      h(
-        'section',
-        { 'aria-labelledby': 'timeline-title' },
-        h('h3', { id: 'timeline-title' }, 'Timeline'),
-        data.history.length === 0
-          ? h(
-              'p',
-              { class: 'muted' },
-              job.lockKey === null
-                ? 'No history: the runs of a lock: false job are not recorded.'
-                : 'No occurrence in the run ledger yet.',
-            )
-          : timeline(data.history, job.timezone),
-        h(
-          'p',
-          { class: 'legend small' },
-          ...['success', 'failure', 'skipped', 'running'].map((outcome) => badge(outcome)),
-          ' Bar height: duration.',
-        ),
-      ),
-      failure === undefined
-        ? null
-        : h(
-            'section',
-            { class: 'panel failed-run', 'aria-labelledby': 'failure-title' },
-            h('h3', { id: 'failure-title' }, 'Latest failure'),
-            h(
-              'p',
-              {},
-              h(
-                'a',
-                { href: `#run-${Date.parse(failure.scheduledAt)}` },
-                timeIn(failure.scheduledAt, job.timezone),
-              ),
-              failure.instance === null ? '' : ` on ${failure.instance}`,
-              failure.token === null ? '' : `, token ${failure.token}`,
-            ),
-            h('pre', {}, failure.error ?? 'no error message'),
-          ),
-      h(
-        'section',
-        { 'aria-labelledby': 'next-title' },
-        h('h3', { id: 'next-title' }, `Next ${data.nextRuns.length} runs`),
-        data.nextRuns.length === 0
-          ? h('p', { class: 'muted' }, 'The schedule has no future occurrence.')
-          : h('ol', { class: 'next' }, ...data.nextRuns.map((iso) => h('li', {}, when(iso, job.timezone)))),
-      ),
-      h(
-        'section',
-        { 'aria-labelledby': 'history-title' },
-        h('h3', { id: 'history-title' }, `History (latest ${data.history.length}, newest first)`),
-        data.history.length === 0 ? null : historyTable(data.history, job.timezone),
-      ),
-    ]);
-    if (firstRender && location.hash.length > 1)
-      document.getElementById(location.hash.slice(1))?.scrollIntoView();
   }
-
-  function renderUnknownJob(): void {
-    document.title = 'Unknown job · resil dashboard';
-    updated.textContent = '';
-    redraw(main, [
-      h('p', {}, h('a', { href: '/' }, '← All jobs')),
-      h('h2', {}, 'Unknown job'),
+  const failure = data.history.find((entry) => entry.outcome === 'failure');
+  redraw(jobBoxes.history, [
+    h(
+      'section',
+      { 'aria-labelledby': 'timeline-title' },
+      h('h3', { id: 'timeline-title' }, 'Timeline'),
+      data.history.length === 0
+        ? h(
+            'p',
+            { class: 'muted' },
+            job.lockKey === null
+              ? 'No history: the runs of a lock: false job are not recorded.'
+              : 'No occurrence in the run ledger yet.',
+          )
+        : timeline(data.history, job.timezone),
       h(
         'p',
-        {},
-        malformedJobPath
-          ? `The address names no job: “${jobName ?? ''}” is not a percent-encoded name.`
-          : `The config has no job named “${jobName ?? ''}”.`,
+        { class: 'legend small' },
+        ...['success', 'failure', 'skipped', 'running'].map((outcome) => badge(outcome)),
+        ' Bar height: duration.',
       ),
-    ]);
-  }
-
-  async function refresh(): Promise<void> {
-    window.clearTimeout(timer);
-    timer = undefined;
-    if (malformedJobPath) return renderUnknownJob();
-    try {
-      const url = jobName === undefined ? '/api/overview' : jobPath('/api', jobName);
-      const response = await fetch(url, { headers: { accept: 'application/json' } });
-      if (response.status === 404 && jobName !== undefined) return renderUnknownJob();
-      if (!response.ok) throw new Error(`HTTP ${response.status}`);
-      const data = (await response.json()) as Overview | JobDetail;
-      skewMs = Date.parse(data.now) - Date.now();
-      storeLine.textContent = `${data.store.name} · ${data.actions ? 'actions on' : 'read-only'} ·`;
-      if ('jobs' in data) renderOverview(data);
-      else renderJob(data);
-      firstRender = false;
-      updated.textContent = `Updated ${timeIn(data.now, localZone)}, every ${refreshMs / 1_000} s`;
-      updated.className = '';
-    } catch (error) {
-      updated.textContent = `Cannot reach the dashboard (${(error as Error).message}): retrying every ${refreshMs / 1_000} s`;
-      updated.className = 'error';
-    }
-    if (!document.hidden && timer === undefined) timer = window.setTimeout(refresh, refreshMs);
-  }
-
-  document.addEventListener('visibilitychange', () => {
-    if (document.hidden) window.clearTimeout(timer);
-    else void refresh();
-  });
-  void refresh();
+    ),
+    failure === undefined
+      ? null
+      : h(
+          'section',
+          { class: 'panel failed-run', 'aria-labelledby': 'failure-title' },
+          h('h3', { id: 'failure-title' }, 'Latest failure'),
+          h(
+            'p',
+            {},
+            h(
+              'a',
+              { href: `#run-${Date.parse(failure.scheduledAt)}` },
+              timeIn(failure.scheduledAt, job.timezone),
+            ),
+            failure.instance === null ? '' : ` on ${failure.instance}`,
+            failure.token === null ? '' : `, token ${failure.token}`,
+          ),
+          h('pre', {}, failure.error ?? 'no error message'),
+        ),
+    h(
+      'section',
+      { 'aria-labelledby': 'next-title' },
+      h('h3', { id: 'next-title' }, `Next ${data.nextRuns.length} runs`),
+      data.nextRuns.length === 0
+        ? h('p', { class: 'muted' }, 'The schedule has no future occurrence.')
+        : h('ol', { class: 'next' }, ...data.nextRuns.map((iso) => h('li', {}, when(iso, job.timezone)))),
+    ),
+    h(
+      'section',
+      { 'aria-labelledby': 'history-title' },
+      h('h3', { id: 'history-title' }, `History (latest ${data.history.length}, newest first)`),
+      data.history.length === 0 ? null : historyTable(data.history, job.timezone),
+    ),
+  ]);
+  if (firstRender && location.hash.length > 1)
+    document.getElementById(location.hash.slice(1))?.scrollIntoView();
 }
+
+function renderUnknownJob(): void {
+  document.title = 'Unknown job · resil dashboard';
+  updated.textContent = '';
+  redraw(main, [
+    h('p', {}, h('a', { href: '/' }, '← All jobs')),
+    h('h2', {}, 'Unknown job'),
+    h(
+      'p',
+      {},
+      malformedJobPath
+        ? `The address names no job: “${jobName ?? ''}” is not a percent-encoded name.`
+        : `The config has no job named “${jobName ?? ''}”.`,
+    ),
+  ]);
+}
+
+async function refresh(): Promise<void> {
+  window.clearTimeout(timer);
+  timer = undefined;
+  if (malformedJobPath) return renderUnknownJob();
+  try {
+    const url = jobName === undefined ? '/api/overview' : jobPath('/api', jobName);
+    const response = await fetch(url, { headers: { accept: 'application/json' } });
+    if (response.status === 404 && jobName !== undefined) return renderUnknownJob();
+    if (!response.ok) throw new Error(`HTTP ${response.status}`);
+    const data = (await response.json()) as Overview | JobDetail;
+    skewMs = Date.parse(data.now) - Date.now();
+    storeLine.textContent = `${data.store.name} · ${data.actions ? 'actions on' : 'read-only'} ·`;
+    if ('jobs' in data) renderOverview(data);
+    else renderJob(data);
+    firstRender = false;
+    updated.textContent = `Updated ${timeIn(data.now, localZone)}, every ${refreshMs / 1_000} s`;
+    updated.className = '';
+  } catch (error) {
+    updated.textContent = `Cannot reach the dashboard (${(error as Error).message}): retrying every ${refreshMs / 1_000} s`;
+    updated.className = 'error';
+  }
+  if (!document.hidden && timer === undefined) timer = window.setTimeout(refresh, refreshMs);
+}
+
+document.addEventListener('visibilitychange', () => {
+  if (document.hidden) window.clearTimeout(timer);
+  else void refresh();
+});
+void refresh();

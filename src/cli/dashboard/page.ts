@@ -1,8 +1,4 @@
-import { formatSpan, formatTimeIn } from '../output.ts';
-import { dashboardPage } from './page-script.ts';
-
-/** How often the page asks the API again. */
-export const refreshMs = 2_000;
+import { readFileSync } from 'node:fs';
 
 /** `&`, `<`, `>`, `"` and `'` as entities, for text and attribute values. */
 function escapeHtml(text: string): string {
@@ -46,19 +42,12 @@ export function pageHtml(options: { token?: string }): string {
 let script: string | undefined;
 
 /**
- * The page's script: {@link dashboardPage}'s own text, called with the refresh interval and the
- * source of output.ts's `formatTimeIn` and `formatSpan`. When this
- * module runs under a transform that keeps function names (tsx, esbuild's keepNames), that text
- * calls esbuild's `__name` helper, which the browser lacks: it gets a stand-in.
+ * The page's script: page-script.ts as `npm run build` bundles it for the browser, beside the
+ * CLI's entry point (dist/cli/dashboard.js; the dashboard's code runs from dist/chunks/ or
+ * dist/cli/).
  */
 export function pageScript(): string {
-  if (script === undefined) {
-    const source = dashboardPage.toString();
-    // The commands' own time formatting, as source: self-contained functions (see output.ts).
-    const format = `{ timeIn: ${formatTimeIn.toString()}, span: ${formatSpan.toString()} }`;
-    const helper = `${source}${format}`.includes('__name(') ? 'const __name = (target) => target;\n' : '';
-    script = `'use strict';\n${helper}(${source})(${refreshMs}, ${format});\n`;
-  }
+  script ??= readFileSync(new URL('../cli/dashboard.js', import.meta.url), 'utf8');
   return script;
 }
 

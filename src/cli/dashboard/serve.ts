@@ -1,10 +1,10 @@
 import { hostname } from 'node:os';
-import { inMemoryStoreNote } from '../commands/store-error.ts';
+import type { CommandHelpers } from '../command-helpers.ts';
 import { containJobFaults, faultExitCode } from '../job-faults.ts';
 import { isLoopbackHost } from '../listen-address.ts';
-import type { CommandHelpers } from '../program.ts';
 import { untilStopped } from '../stop-signals.ts';
 import { resolveLogLevel, UsageError } from '../usage-error.ts';
+import { inMemoryStoreNote } from '../views/store-read.ts';
 import { type AllowedHost, formatAllowedHost } from './request-guard.ts';
 import { type DashboardServer, startDashboardServer } from './server.ts';
 

@@ -1,7 +1,11 @@
 import type { RunLedger } from '../../ledger/contract.ts';
-import { systemTimeProvider, type TimeProvider, type TimerHandle } from '../../pipeline/time.ts';
+import {
+  systemTimeProvider,
+  type TimeProvider,
+  type TimerHandle,
+  withDeadline,
+} from '../../pipeline/time.ts';
 import { ledgerKeyOf, type ResolvedJob } from '../../scheduler/job.ts';
-import { withDeadline } from '../output.ts';
 
 export interface LastSuccessOptions {
   /** The store's run ledger; without one, only this instance's own successes are known. */
@@ -119,11 +123,9 @@ export class LastSuccessRefresher {
     this.#reads.set(job, number);
     try {
       const read = Promise.resolve().then(() => ledger!.lastCompleted(job, { key: this.#keys.get(job)! }));
-      const latest = await withDeadline(
-        read,
-        timeoutMs,
-        `the run ledger did not answer within ${timeoutMs} ms`,
-      );
+      const latest = await withDeadline(read, timeoutMs, () => {
+        throw new Error(`the run ledger did not answer within ${timeoutMs} ms`);
+      });
       // Stopped, or a newer read of this job started meanwhile (its answer is the fresher one).
       if (!this.#running || this.#reads.get(job) !== number) return;
       if (latest === undefined) this.#latest.delete(job);

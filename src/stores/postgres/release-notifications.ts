@@ -1,4 +1,5 @@
 import type { Notification, Pool, PoolClient } from 'pg';
+import { withDeadline } from '../../pipeline/time.ts';
 import { type PostgresTables, quoteIdentifier } from './schema.ts';
 
 /** After the listening connection was lost while someone waits, listen again this much later. */
@@ -220,23 +221,14 @@ export class ReleaseNotifications {
 
 /** A pool client within `timeoutMs`, or a rejection; one that comes later goes back at once. */
 function connectWithin(pool: Pool, timeoutMs: number): Promise<PoolClient> {
-  return new Promise((resolve, reject) => {
-    let late = false;
-    const timer = setTimeout(() => {
-      late = true;
-      reject(new Error(`no pool client within ${timeoutMs} ms`));
-    }, timeoutMs);
-    pool.connect().then(
-      (client) => {
-        clearTimeout(timer);
-        if (late) client.release();
-        else resolve(client);
-      },
-      (error: unknown) => {
-        clearTimeout(timer);
-        reject(error);
-      },
-    );
+  let late = false;
+  const connected = pool.connect().then((client) => {
+    if (late) client.release();
+    return client;
+  });
+  return withDeadline(connected, timeoutMs, () => {
+    late = true;
+    throw new Error(`no pool client within ${timeoutMs} ms`);
   });
 }
 

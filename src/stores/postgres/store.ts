@@ -9,8 +9,6 @@ import {
   type LedgerSkipReason,
   type LedgerTrim,
   type OccurrenceLease,
-  type OverlapPolicy,
-  overlapPolicies,
   type RegisteredInstance,
   type RunLedger,
   type RunRecord,
@@ -21,9 +19,11 @@ import { ledgerTrimOf } from '../../ledger/defaults.ts';
 import { type Applied, LedgerEngine } from '../../ledger/engine.ts';
 import { parseDuration } from '../../pipeline/duration.ts';
 import { InvalidOptionError } from '../../pipeline/errors.ts';
+import { withDeadline } from '../../pipeline/time.ts';
 import { isStoreSetupError, StaleTokenError, type StoreSetupError } from '../../strategies/lock/errors.ts';
 import type { LeaseInfo, LockStore } from '../../strategies/lock/store.ts';
 import { CallBatches } from '../call-batches.ts';
+import { checkOverlap } from '../overlap-option.ts';
 import { postgresLedgerBatchLimits, postgresLockStoreDefaults } from './defaults.ts';
 import { checkStoredKey, isMissingObject, storeError } from './errors.ts';
 import { applyLedgerBatch, type LedgerCall, ledgerStatements } from './ledger.ts';
@@ -135,13 +135,6 @@ function checkEpochMs(option: string, value: unknown): number {
     throw new InvalidOptionError(option, value, 'epoch milliseconds');
   }
   return value;
-}
-
-function checkOverlap(option: string, value: unknown): OverlapPolicy {
-  if (!overlapPolicies.includes(value as OverlapPolicy)) {
-    throw new InvalidOptionError(option, value, overlapPolicies.map((policy) => `'${policy}'`).join(', '));
-  }
-  return value as OverlapPolicy;
 }
 
 const maxDurationMs = Number.MAX_SAFE_INTEGER;
@@ -626,22 +619,13 @@ export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry
   // StoreUnavailableError at once and the late answer is dropped. A lease acquired by an answer
   // that came too late expires on its own after ttl.
   #bounded<T>(operation: string, work: Promise<T>): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        reject(storeError(operation, new Error(`no answer within ${this.#timeoutMs} ms`), this.#createTable));
-      }, this.#timeoutMs);
-      work.then(
-        (value) => {
-          clearTimeout(timer);
-          resolve(value);
-        },
-        (error: unknown) => {
-          clearTimeout(timer);
-          const failure = storeError(operation, error, this.#createTable);
-          if (isStoreSetupError(failure)) this.#setupError = failure;
-          reject(failure);
-        },
-      );
+    const failed = work.catch((error: unknown) => {
+      const failure = storeError(operation, error, this.#createTable);
+      if (isStoreSetupError(failure)) this.#setupError = failure;
+      throw failure;
+    });
+    return withDeadline(failed, this.#timeoutMs, () => {
+      throw storeError(operation, new Error(`no answer within ${this.#timeoutMs} ms`), this.#createTable);
     });
   }
 }

@@ -8,8 +8,6 @@ import {
   type JobPause,
   type LedgerTrim,
   type OccurrenceLease,
-  type OverlapPolicy,
-  overlapPolicies,
   type RegisteredInstance,
   type RunLedger,
   type RunRecord,
@@ -33,6 +31,7 @@ import { InvalidOptionError } from '../../pipeline/errors.ts';
 import { InvalidKeyError, StaleTokenError, StoreUnavailableError } from '../../strategies/lock/errors.ts';
 import { type LeaseInfo, type LockStore, storeKeyByteLimit } from '../../strategies/lock/store.ts';
 import { CallBatches } from '../call-batches.ts';
+import { checkOverlap } from '../overlap-option.ts';
 import {
   BoundedCommands,
   type ConnectionStatus,
@@ -305,7 +304,7 @@ export class RedisLockStore implements LockStore, RunLedger, InstanceRegistry {
     checkOwner(owner);
     if (typeof instance !== 'string') throw new InvalidOptionError('instance', instance, 'a string');
     const ttl = checkTtl(ttlMs);
-    checkOverlap(overlap);
+    checkOverlap('overlap', overlap);
     if (!(startingDeadlineMs >= 0) || !Number.isFinite(startingDeadlineMs)) {
       throw new InvalidOptionError('startingDeadlineMs', startingDeadlineMs, 'a number of ms >= 0');
     }
@@ -723,16 +722,6 @@ function checkOwner(owner: string, name = 'owner'): void {
     throw new InvalidOptionError(name, owner, 'a non-empty string');
 }
 
-function checkOverlap(overlap: OverlapPolicy, name = 'overlap'): void {
-  if (!overlapPolicies.includes(overlap)) {
-    throw new InvalidOptionError(
-      name,
-      overlap,
-      `one of ${overlapPolicies.map((policy) => `'${policy}'`).join(', ')}`,
-    );
-  }
-}
-
 /** The public `RunRecord` of one the scripts keep as JSON (numbers as '%d' strings). */
 function parseRecord(line: string): RunRecord {
   return runRecordOf(JSON.parse(line) as StoredRunRecord);
@@ -803,5 +792,5 @@ function checkLease(lease: OccurrenceLease): void {
   checkKey(key, 'lease.key');
   checkEpochMs(scheduledAt, 'lease.scheduledAt');
   checkOwner(owner, 'lease.owner');
-  checkOverlap(overlap, 'lease.overlap');
+  checkOverlap('lease.overlap', overlap);
 }

@@ -60,3 +60,14 @@ export interface LockStore {
  * the same limit, so a config moves between the stores unchanged.
  */
 export const storeKeyByteLimit = 1_000;
+
+/** True for an object with the three methods of a {@link LockStore}. */
+export function isLockStore(value: unknown): value is LockStore {
+  if (typeof value !== 'object' || value === null) return false;
+  const store = value as Partial<LockStore>;
+  return (
+    typeof store.acquire === 'function' &&
+    typeof store.renew === 'function' &&
+    typeof store.release === 'function'
+  );
+}

@@ -18,7 +18,7 @@ import { defaultLockStoreFor } from './memory-lease-store.ts';
 import type { LockEventArguments, LockStoreErrorArguments, LockStrategyOptions } from './options.ts';
 import { randomOwnerId } from './owner-id.ts';
 import { ReleaseWakeUp } from './release-wake-up.ts';
-import type { LockStore } from './store.ts';
+import { isLockStore } from './store.ts';
 import { LOCK_TOKEN } from './token.ts';
 
 /** The errors a lock strategy can raise (`StoreUnavailableError` comes from distributed stores). */
@@ -239,15 +239,4 @@ function untilAborted<T>(promise: Promise<T>, signal: AbortSignal, onLate: (valu
       },
     );
   });
-}
-
-function isLockStore(value: unknown): value is LockStore {
-  const store = value as Partial<LockStore> | null;
-  return (
-    typeof store === 'object' &&
-    store !== null &&
-    typeof store.acquire === 'function' &&
-    typeof store.renew === 'function' &&
-    typeof store.release === 'function'
-  );
 }

@@ -1,3 +1,6 @@
+import type { Duration } from '../pipeline/duration.ts';
+import { PipelineBuilder } from '../pipeline/pipeline-builder.ts';
+import type { StrategyFactory } from '../pipeline/strategy.ts';
 import type { BrokenCircuitError, IsolatedCircuitError } from '../strategies/circuit-breaker/errors.ts';
 import type { CircuitBreakerStrategyOptions } from '../strategies/circuit-breaker/options.ts';
 import { circuitBreakerStrategy } from '../strategies/circuit-breaker/strategy.ts';
@@ -18,9 +21,6 @@ import { retryStrategy } from '../strategies/retry/strategy.ts';
 import type { TimeoutRejectedError } from '../strategies/timeout/errors.ts';
 import type { TimeoutStrategyOptions } from '../strategies/timeout/options.ts';
 import { timeoutStrategy } from '../strategies/timeout/strategy.ts';
-import type { Duration } from './duration.ts';
-import { PipelineBuilder } from './pipeline-builder.ts';
-import type { StrategyFactory } from './strategy.ts';
 
 /**
  * `PipelineBuilder` with a Polly-style shortcut per strategy: `addRetry()`, `addTimeout()`, ...

@@ -1,7 +1,7 @@
-import { redactCredentials } from '../../scheduler/credentials.ts';
+import { withDeadline } from '../../pipeline/time.ts';
+import { firstLine, redactCredentials } from '../../scheduler/credentials.ts';
 import { isStoreSetupError } from '../../strategies/lock/errors.ts';
 import type { LockStore } from '../../strategies/lock/store.ts';
-import { withDeadline } from '../output.ts';
 
 /**
  * A store error as one line for the terminal: its message and, when known, its root cause (the
@@ -16,10 +16,6 @@ export function describeStoreError(error: unknown, connectionError?: unknown): s
   const cause = root === undefined ? undefined : describeCause(root);
   const line = cause === undefined || message.includes(cause) ? message : `${message} (cause: ${cause})`;
   return redactCredentials(line);
-}
-
-function firstLine(text: string): string {
-  return text.split('\n')[0] ?? text;
 }
 
 /** The deepest `cause` under `error`, if it has one. */
@@ -117,7 +113,9 @@ export async function readStore<T>(
 ): Promise<{ ok: true; value: T } | StoreReadFailure> {
   const connection = watchStoreConnection(store);
   try {
-    const value = await withDeadline(read(), storeDeadlineMs, `no answer within ${storeDeadlineMs} ms`);
+    const value = await withDeadline(read(), storeDeadlineMs, () => {
+      throw new Error(`no answer within ${storeDeadlineMs} ms`);
+    });
     return { ok: true, value };
   } catch (error) {
     const notSetUp = isStoreSetupError(error);
