@@ -45,7 +45,7 @@ describe('scripts/check-imports.ts', () => {
     const result = runCheck(root);
     expect(result.status).toBe(0);
     expect(result.stdout).toContain(
-      'imports follow cli -> entry points -> config -> integrations -> scheduler -> stores -> library',
+      'imports follow cli -> entry points -> config -> integrations -> scheduler -> library -> strategies -> pipeline',
     );
   });
 
@@ -109,7 +109,7 @@ describe('scripts/check-imports.ts', () => {
     const result = runCheck(root);
     expect(result.status).toBe(1);
     expect(result.stderr).toContain(
-      'import against the layers: src/stores/redis.ts:2 (stores) imports src/config/load.ts (config)',
+      'import against the layers: src/stores/redis.ts:2 (library) imports src/config/load.ts (config)',
     );
   });
 });
