@@ -158,7 +158,7 @@ export class RedisLockStore implements LockStore, RunLedger, InstanceRegistry {
         ? (key: string) => keySlot(keyPrefix + key)
         : undefined;
     this.#batches = new LeaseBatches(this.#client, this.#bounded, slotOf);
-    const groupOf = slotOf && ((call: LedgerCall) => slotOf(call.keys[0]!));
+    const groupOf = slotOf && ((call: LedgerCall) => slotOf(this.#keys.lease(call.key)));
     this.#reads = new CallBatches({
       send: (calls) => this.#sendLedgerCalls(storeScripts.ledgerRead, calls, false),
       groupOf,
@@ -343,7 +343,7 @@ export class RedisLockStore implements LockStore, RunLedger, InstanceRegistry {
     const reply = (await this.#reads.run({
       operation: target.operation,
       key,
-      keys: this.#ledgerKeys(key, job),
+      job,
       argv: readArguments(target),
     })) as LedgerReadReply;
     return storedViewOf(reply, target);
@@ -384,7 +384,7 @@ export class RedisLockStore implements LockStore, RunLedger, InstanceRegistry {
     const reply = (await this.#writes.run({
       operation: target.operation,
       key: target.key,
-      keys: this.#ledgerKeys(target.key, target.job),
+      job: target.job,
       argv,
     })) as number;
     if (reply === 0) return { written: false };
@@ -559,7 +559,8 @@ export class RedisLockStore implements LockStore, RunLedger, InstanceRegistry {
     writes: boolean,
   ): Promise<readonly unknown[]> {
     const args: Argument[] = [];
-    for (const call of calls) args.push(...call.keys);
+    // The KEYS are made here, not when a call is queued: a long queue holds less.
+    for (const call of calls) args.push(...this.#ledgerKeys(call.key, call.job));
     for (const call of calls) args.push(call.argv.length, ...call.argv);
     const numberOfKeys = script.numberOfKeys * calls.length;
     const keys = calls.length === 1 ? calls[0]!.key : calls.map((call) => call.key);
@@ -631,7 +632,7 @@ const maxDate = 8.64e15;
 interface LedgerCall {
   readonly operation: string;
   readonly key: string;
-  readonly keys: readonly string[];
+  readonly job: string;
   readonly argv: readonly Argument[];
 }
 
