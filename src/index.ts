@@ -21,6 +21,31 @@ export {
   type RunRecord,
   type RunResult,
 } from './ledger/contract.ts';
+// A store of your own on the run ledger's primitive: see docs/stores.md.
+export {
+  type ClaimDecision,
+  type Decision,
+  decideClaim,
+  decideFinish,
+  decideRenew,
+  type FinishDecision,
+  type LedgerChanges,
+  type LedgerEntry,
+  type LedgerView,
+  publicRecord,
+  type ResolvedTrim,
+  trimmed,
+} from './ledger/decide.ts';
+export {
+  type Applied,
+  compareAndWrite,
+  LedgerEngine,
+  type LedgerPrimitive,
+  type ReadTarget,
+  type StoredView,
+  type WriteChanges,
+  type WriteReply,
+} from './ledger/engine.ts';
 export { MemoryLockStore, type MemoryLockStoreOptions } from './ledger/memory-store.ts';
 export { currentContext } from './pipeline/ambient.ts';
 export {

@@ -59,6 +59,8 @@ export default defineJob({ name: 'heartbeat', schedule: '*/5 * * * * *', run: as
   'jobs/nightly-report.ts': `import { defineJob } from 'resil';
 export default defineJob({ name: 'nightly-report', schedule: '0 2 * * *', run: async () => {} });
 `,
+  // docs/stores.md's store, as its conformance block imports it.
+  'kv-lock-store.ts': "export { KvLockStore } from '../../../examples/custom-store/kv-lock-store.ts';\n",
   // The reader's own store, as the conformance section imports it.
   'my-store.ts': `import { MemoryLockStore } from 'resil';
 export declare function connect(): Promise<{ close(): Promise<void> }>;
