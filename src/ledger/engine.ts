@@ -196,10 +196,16 @@ function writeChangesOf(stored: StoredView, changes: LedgerChanges): WriteChange
   if (changes.trim !== undefined && stored.history !== undefined) {
     const after = new Map(put.map(({ entry }) => [entry.scheduledAt, entry]));
     const added = put.filter(({ before }) => before === undefined).length;
-    // The oldest read, with what the decision adds (which may be older still).
+    // The oldest read, with what the decision adds where it is among them: older than the newest
+    // read, or the read holds every record. (A store may read only the oldest few of many.)
+    const read = stored.history.oldest;
+    const complete = read.length >= stored.history.total;
+    const newest = read.length === 0 ? Number.NEGATIVE_INFINITY : read[read.length - 1]!;
     const oldest = [
-      ...stored.history.oldest.map((at) => after.get(at) ?? view.entries.get(at)!),
-      ...put.filter(({ before }) => before === undefined).map(({ entry }) => entry),
+      ...read.map((at) => after.get(at) ?? view.entries.get(at)!),
+      ...put
+        .filter(({ before, entry }) => before === undefined && (complete || entry.scheduledAt < newest))
+        .map(({ entry }) => entry),
     ];
     const dropped = new Set(trimmed(oldest, view.now, changes.trim, stored.history.total + added));
     drop = oldest.filter((entry) => dropped.has(entry.scheduledAt));

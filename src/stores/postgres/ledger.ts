@@ -227,7 +227,9 @@ export async function applyLedgerBatch(
     });
     const tokens = await writeLeases(client, sql, calls, changes, now);
     await writeEntries(client, sql, calls, changes, tokens);
-    await client.query('COMMIT');
+    const commit = await client.query('COMMIT');
+    // COMMIT of a transaction in the failed state answers ROLLBACK instead of raising.
+    if (commit.command === 'ROLLBACK') throw new Error('the transaction was rolled back at COMMIT');
     return calls.map((call, index) => {
       const token = changes[index]?.grant === undefined ? undefined : tokens.get(call.target.key);
       return token === undefined ? {} : { token };

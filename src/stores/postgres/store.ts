@@ -207,7 +207,7 @@ export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry
   readonly #ledgerSql: ReturnType<typeof ledgerStatements>;
   /** The ledger's decisions, many per transaction (see {@link CallBatches}). */
   readonly #ledgerCalls: CallBatches<LedgerCall, Applied>;
-  /** With a single client for a pool: the last ledger transaction on it, settled. */
+  /** With a single client for a pool: the last statement or ledger transaction on it, settled. */
   #clientTurn: Promise<void> = Promise.resolve();
   #setup: Promise<void> | undefined;
   /** The last operation's permanent set-up failure, until an operation succeeds: `now()` reports it. */
@@ -540,22 +540,28 @@ export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry
   #applyLedgerCalls(calls: readonly LedgerCall[]): Promise<Applied[]> {
     const operation = [...new Set(calls.map((call) => call.target.operation))].join('/');
     const apply = async () => {
-      // A single client given as the pool (a session of its own) runs one transaction at a time.
       if (!isPool(this.#pool)) {
         const client = this.#pool as unknown as PoolClient;
-        const turn = this.#clientTurn.then(() => applyLedgerBatch(client, this.#ledgerSql, calls));
-        this.#clientTurn = turn.then(ignore, ignore);
-        return turn;
+        return this.#exclusive(() => applyLedgerBatch(client, this.#ledgerSql, calls));
       }
       const client = await this.#pool.connect();
+      // A checked-out client whose connection drops emits 'error'; unheard, that would crash the
+      // process. The failure reaches the batch through its statement instead.
+      let broken: Error | undefined;
+      const onConnectionError = (error: Error) => {
+        broken = error;
+      };
+      client.on('error', onConnectionError);
       try {
         const applied = await applyLedgerBatch(client, this.#ledgerSql, calls);
-        client.release();
+        client.off('error', onConnectionError);
+        client.release(broken);
         return applied;
       } catch (error) {
+        client.off('error', onConnectionError);
         // An error the server did not send (a lost connection): the client is not reused.
         const fromServer = typeof (error as { severity?: unknown } | null)?.severity === 'string';
-        client.release(fromServer ? undefined : (error as Error));
+        client.release(broken ?? (fromServer ? undefined : (error as Error)));
         throw error;
       }
     };
@@ -575,6 +581,17 @@ export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry
       return applied;
     };
     return this.#bounded(operation, send());
+  }
+
+  /**
+   * Runs `work` at once with a pool; with a single client given as the pool, after the work before
+   * it, so that no statement lands inside a ledger transaction on that client.
+   */
+  #exclusive<T>(work: () => Promise<T>): Promise<T> {
+    if (isPool(this.#pool)) return work();
+    const turn = this.#clientTurn.then(work);
+    this.#clientTurn = turn.then(ignore, ignore);
+    return turn;
   }
 
   /** Reads each table once (no rows): fails as an operation would while one is missing. */
@@ -603,13 +620,13 @@ export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry
     if (!this.#ready) await this.#createTables();
     let result: QueryResult<R>;
     try {
-      result = await this.#pool.query<R>(text, values);
+      result = await this.#exclusive(() => this.#pool.query<R>(text, values));
     } catch (error) {
       if (!this.#createTable || !isMissingObject(error)) throw error;
       this.#ready = false;
       this.#setup = undefined;
       await this.#createTables();
-      result = await this.#pool.query<R>(text, values);
+      result = await this.#exclusive(() => this.#pool.query<R>(text, values));
     }
     this.#setupError = undefined;
     return result;

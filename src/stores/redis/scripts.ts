@@ -184,7 +184,8 @@ return view
 /**
  * The write's ARGV: the read's, then the version it read, the granted occurrence ('' for none),
  * its owner, its ttl ms, '1' when it takes the key's lease, the ttl ms the key's lease is renewed
- * for ('' for none), '1' to release the key's lease, '1' to clear the current occurrence with it,
+ * for ('' for none), the key's release channel to release its lease and publish there ('' for none;
+ * a channel is not a key: a client's key prefix does not apply), '1' to clear the current occurrence with it,
  * the number of records put, the number dropped, then 5 per put (occurrence, record JSON, '1' when
  * new to the index, queue and succeeded index: '1' add, '-1' remove, '0' leave) and 3 per drop
  * (occurrence, '1' when queued, '1' when succeeded). Writes nothing and replies 0 when the version
@@ -196,7 +197,7 @@ const ledgerWriteScript = `
 local view, at = readView(KEYS, ARGV, now)
 if view[9] ~= ARGV[at] then return 0 end
 local grantAt, grantOwner, grantTtl, holdsKey = ARGV[at + 1], ARGV[at + 2], ARGV[at + 3], ARGV[at + 4] == '1'
-local renewTtl, release, clearCurrent = ARGV[at + 5], ARGV[at + 6] == '1', ARGV[at + 7] == '1'
+local renewTtl, releaseChannel, clearCurrent = ARGV[at + 5], ARGV[at + 6], ARGV[at + 7] == '1'
 local puts, drops = tonumber(ARGV[at + 8]), tonumber(ARGV[at + 9])
 local token = -1
 if grantAt ~= '' then
@@ -225,9 +226,9 @@ for _ = 1, puts do
   p = p + 5
 end
 if renewTtl ~= '' then redis.call('PEXPIRE', KEYS[1], renewTtl) end
-if release then
+if releaseChannel ~= '' then
   redis.call('DEL', KEYS[1])
-  redis.call('PUBLISH', string.sub(KEYS[1], 1, -6) .. 'released', '')
+  redis.call('PUBLISH', releaseChannel, '')
   if clearCurrent then redis.call('DEL', KEYS[3]) end
 end
 for _ = 1, drops do

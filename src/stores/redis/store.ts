@@ -360,7 +360,7 @@ export class RedisLockStore implements LockStore, RunLedger, InstanceRegistry {
       grant === undefined ? '' : pxTtl(grant.ttlMs),
       grant?.holdsKey ? '1' : '0',
       renewKey === undefined ? '' : pxTtl(renewKey.ttlMs),
-      releaseKey === undefined ? '0' : '1',
+      releaseKey === undefined ? '' : this.#keys.released(target.key),
       releaseKey !== undefined && changes.current === releaseKey.scheduledAt ? '1' : '0',
       changes.put.length,
       changes.drop.length,

@@ -35,6 +35,20 @@ describe.skipIf(!redisUrl)('RedisLockStore on a standalone Redis', () => {
   describeInstanceRegistryConformance('RedisLockStore', store, { test: { describe, it, expect } });
 });
 
+// A client with a key prefix: ioredis prefixes keys, never pub/sub channels, so the store names
+// its release channels itself (the ledger's write publishes on the channel it is given).
+describe.skipIf(!redisUrl)('RedisLockStore through a client with a keyPrefix', () => {
+  const client = new Redis(redisUrl ?? '', { lazyConnect: true, keyPrefix: `kp-${process.pid}:` });
+  const admin = new Redis(redisUrl ?? '', { lazyConnect: true });
+  afterAll(async () => {
+    await deleteKeys(admin, `kp-${process.pid}:`);
+    await Promise.all([client.quit(), admin.quit()]);
+  });
+  const store = (prefix: string) => new RedisLockStore(client, { prefix });
+
+  describeRunLedgerConformance('RedisLockStore (keyPrefix)', store, { test: { describe, it, expect } });
+});
+
 describe.skipIf(privateRedisUnavailableReason())('RedisLockStore on a 3-master Redis Cluster', () => {
   let servers: RedisClusterServers | undefined;
   let cluster: Cluster | undefined;
