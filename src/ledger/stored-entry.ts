@@ -2,8 +2,10 @@ import { runRecordOf, type StoredRunRecord } from './contract.ts';
 import type { LedgerEntry } from './decide.ts';
 
 /**
- * A {@link LedgerEntry} as a store keeps it in JSON (the Redis store's records): every number a
- * decimal string (a token has 16 digits, more than some JSON readers keep), absent fields left out.
+ * A {@link LedgerEntry} as a store keeps it: numbers maybe as decimal strings (the Redis store's
+ * JSON records: a token has 16 digits, more than some JSON readers keep), absent fields maybe
+ * `null` (a PostgreSQL row). {@link storedEntryOf} writes the strings, {@link ledgerEntryOf} reads
+ * either.
  */
 export interface StoredLedgerEntry extends StoredRunRecord {
   readonly owner?: string | null;

@@ -15,9 +15,9 @@ export const postgresLockStoreDefaults = {
 export const maxIdentifierBytes = 63;
 
 /**
- * Occurrence claims and finishes per statement, and statements in flight at once for each of the
- * two (see ../call-batches.ts): a statement of 100 claims takes a few tens of ms and holds the row
- * locks of its keys until it commits; claims and finishes then hold at most 4 connections, and
- * with the one that listens for releases they leave half of a default pool (10) to the rest.
+ * Run ledger decisions per transaction, and transactions in flight at once (see
+ * ../call-batches.ts): a transaction of 100 decisions takes a few tens of ms and holds the row
+ * locks of its keys until it commits; the ledger then holds at most 2 connections, and with the
+ * one that listens for releases it leaves most of a default pool (10) to the rest.
  */
 export const postgresLedgerBatchLimits = { maxBatch: 100, maxInFlight: 2 } as const;

@@ -1,6 +1,7 @@
 import type { PoolClient } from 'pg';
 import type { LedgerEntry, LedgerView } from '../../ledger/decide.ts';
 import type { Applied, ReadTarget, StoredView, WriteChanges } from '../../ledger/engine.ts';
+import { ledgerEntryOf } from '../../ledger/stored-entry.ts';
 import { literal, type PostgresTables, someoneWaitsOn, toMs, toWholeMs } from './schema.ts';
 
 /**
@@ -127,24 +128,24 @@ interface EntryRow {
   error: string | null;
 }
 
+/** A row as the ledger's entry: the same conversion as every store's stored record. */
 function entryOf(row: EntryRow): LedgerEntry {
-  const entry: { -readonly [K in keyof LedgerEntry]: LedgerEntry[K] } = {
+  return ledgerEntryOf({
     job: row.job,
-    scheduledAt: Number(row.scheduled_at),
+    scheduledAt: row.scheduled_at,
     outcome: row.state,
-  };
-  if (row.reason !== null) entry.reason = row.reason;
-  if (row.token !== null) entry.token = Number(row.token);
-  if (row.instance !== null) entry.instance = row.instance;
-  if (row.started_at !== null) entry.startedAt = Number(row.started_at);
-  if (row.ended_at !== null) entry.endedAt = Number(row.ended_at);
-  if (row.error !== null) entry.error = row.error;
-  if (row.takeovers > 0) entry.takeovers = row.takeovers;
-  if (row.owner !== null) entry.owner = row.owner;
-  if (row.expires_at !== null) entry.expiresAt = Number(row.expires_at);
-  if (row.cancelled) entry.cancelled = true;
-  if (row.deadline !== null) entry.queuedUntil = Number(row.deadline);
-  return entry;
+    reason: row.reason,
+    token: row.token,
+    instance: row.instance,
+    startedAt: row.started_at,
+    endedAt: row.ended_at,
+    error: row.error,
+    takeovers: row.takeovers,
+    owner: row.owner,
+    expiresAt: row.expires_at,
+    cancelled: row.cancelled,
+    queuedUntil: row.deadline,
+  });
 }
 
 /**

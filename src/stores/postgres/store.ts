@@ -46,8 +46,8 @@ const msInterval = (parameter: string) => `${parameter}::float8 * interval '1 mi
 // clock, never an instance's, and one statement sees one instant everywhere it asks
 // (clock_timestamp() would move between the expiry check and the new expiry). If the statement
 // waits for a row lock, now() stays at its start: a lease then looks alive a little longer, the
-// safe direction. The run ledger's functions read clock_timestamp() once, right after they lock
-// the key's row, and use that one instant throughout.
+// safe direction. A run ledger transaction reads clock_timestamp() once, right after it locks its
+// keys' rows, and its decisions use that one instant throughout.
 function statements(t: PostgresTables) {
   return {
     // A new key's first token is the database clock in microseconds, not 1: if its row is ever
@@ -163,13 +163,14 @@ function checkCount(option: string, value: number, min: number): number {
 
 /**
  * A {@link LockStore} and {@link RunLedger} in PostgreSQL, for locking across processes and
- * machines. Every operation is one statement (one round trip); expiry is judged by the
+ * machines. Every lease operation is one statement (one round trip); expiry is judged by the
  * database's clock; fencing tokens are issued by the statement that takes the lease and only ever
  * increase per key, also across expiry and release.
  *
- * The run ledger's writes are each one call of a PL/pgSQL function that first locks the key's
- * lease row, so claims, renewals and finishes of one key serialize (of many instances claiming one
- * occurrence at once, exactly one is granted), and plain leases and claims exclude each other.
+ * The run ledger's decisions (src/ledger/decide.ts) run in the process, many per transaction
+ * (ledger.ts): each transaction first locks its keys' lease rows, so claims, renewals and
+ * finishes of one key serialize (of many instances claiming one occurrence at once, exactly one is
+ * granted), and plain leases and claims exclude each other.
  *
  * A release wakes the waiters of its key (`lock.wait`) with NOTIFY, so they try at once instead of
  * at their next poll; the store LISTENs on a pool client only while someone waits (see

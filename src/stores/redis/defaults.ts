@@ -23,9 +23,9 @@ export const redisLockStoreLimits = {
 } as const;
 
 /**
- * Occurrence claims and finishes per script call, and script calls in flight at once (see
- * ../call-batches.ts): 100 claims take Redis a few ms, so a store keeps Redis busy with at most a
- * few hundred of them queued there, and a reply that takes `commandTimeout` means Redis is not
+ * Run ledger reads (and, apart, writes) per script call, and script calls of each kind in flight at
+ * once (see ../call-batches.ts): 100 of them take Redis a few ms, so a store keeps Redis busy with
+ * at most a few hundred queued there, and a reply that takes `commandTimeout` means Redis is not
  * answering, not that our own backlog is long.
  */
 export const redisLedgerBatchLimits = { maxBatch: 100, maxInFlight: 4 } as const;
