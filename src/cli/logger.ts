@@ -15,8 +15,16 @@ export interface CreateLoggerOptions {
 }
 
 /** Fields whose value is never logged, at the top level or one level down. */
-const secretFields = ['password', 'passwd', 'secret', 'url', 'uri', 'connectionString', 'authorization'];
-const redactPaths = secretFields.flatMap((field) => [field, `*.${field}`]);
+const secretFields = new Set([
+  'password',
+  'passwd',
+  'secret',
+  'url',
+  'uri',
+  'connectionString',
+  'authorization',
+]);
+const censored = '[redacted]';
 
 /**
  * The CLI's one logger: pino JSON lines on stdout, or pino-pretty (loaded only then) when stdout
@@ -31,13 +39,14 @@ export function createLogger(options: CreateLoggerOptions = {}): Logger {
   const pretty = options.pretty ?? (options.destination === undefined && process.stdout.isTTY === true);
   const destination =
     options.destination ?? (pretty ? prettyStream() : pino.destination({ dest: 1, sync: true }));
-  return pino(
+  const logger = pino(
     {
       level: options.level ?? process.env.LOG_LEVEL ?? 'info',
       timestamp: pino.stdTimeFunctions.isoTime,
-      redact: { paths: redactPaths, censor: '[redacted]' },
       serializers: { err: serializeError, error: serializeError },
-      formatters: { log: redactStrings },
+      // Not pino's `redact`: with paths one level down it copies every line, which a burst of
+      // fires pays for (4x the time per line, 9x the garbage).
+      formatters: { log: withoutSecrets },
       hooks: {
         logMethod(args, method) {
           for (let index = 0; index < args.length; index++) {
@@ -50,6 +59,13 @@ export function createLogger(options: CreateLoggerOptions = {}): Logger {
     },
     destination,
   );
+  // A child's bindings are written as given (pino's `formatters.bindings` is the root's only):
+  // every child, a child's child too, inherits this `child` from the root.
+  const child = logger.child;
+  logger.child = function (this: Logger, bindings, childOptions) {
+    return child.call(this, withoutSecrets(bindings), childOptions);
+  } as Logger['child'];
+  return logger;
 }
 
 function prettyStream(): DestinationStream {
@@ -73,16 +89,29 @@ function serializeError(value: unknown): unknown {
   return serialized;
 }
 
-function redactStrings(object: Record<string, unknown>): Record<string, unknown> {
+/**
+ * `fields` with secret-named fields censored (at the top level and one level down) and URL
+ * passwords in top-level strings replaced; copied only where something changes (the caller's
+ * object is not ours to modify).
+ */
+function withoutSecrets(fields: Record<string, unknown>, depth = 0): Record<string, unknown> {
   let copy: Record<string, unknown> | undefined;
-  for (const key in object) {
-    const value = object[key];
-    if (typeof value !== 'string') continue;
-    const redacted = redactCredentials(value);
-    // Copy on change only: the caller's object is not ours to modify.
-    if (redacted === value) continue;
-    copy ??= { ...object };
-    copy[key] = redacted;
+  for (const key in fields) {
+    const value = fields[key];
+    let safe = value;
+    if (secretFields.has(key)) safe = value === undefined ? value : censored;
+    else if (depth > 0) continue;
+    else if (typeof value === 'string') safe = redactCredentials(value);
+    else if (isPlainObject(value)) safe = withoutSecrets(value, 1);
+    if (safe === value) continue;
+    copy ??= { ...fields };
+    copy[key] = safe;
   }
-  return copy ?? object;
+  return copy ?? fields;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (typeof value !== 'object' || value === null) return false;
+  const prototype = Object.getPrototypeOf(value);
+  return prototype === Object.prototype || prototype === null;
 }

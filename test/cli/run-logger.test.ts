@@ -55,6 +55,18 @@ describe('createLogger (resil run logs)', () => {
     expect(fields.note).toBe('retrying redis://:hunter2@db:6379');
   });
 
+  it("never prints secrets in a child logger's bindings, nor two levels down as anything but a URL password", () => {
+    const { lines, logger } = capture();
+    const child = logger.child({ connectionString: 'postgres://u:hunter2@h/d', db: { password: 'hunter2' } });
+    child.info({ deep: { options: { password: 'kept-two-levels-down' } } }, 'connected');
+    expect(JSON.stringify(lines)).not.toContain('hunter2');
+    expect(lines[0]).toMatchObject({
+      connectionString: '[redacted]',
+      db: { password: '[redacted]' },
+      deep: { options: { password: 'kept-two-levels-down' } },
+    });
+  });
+
   it('honours the level', () => {
     const { lines, logger } = capture();
     logger.level = 'warn';
