@@ -23,6 +23,7 @@ import { LOCK_TOKEN } from '../strategies/lock/token.ts';
 import { retryStrategy } from '../strategies/retry/strategy.ts';
 import { isTimeoutRejectedError } from '../strategies/timeout/errors.ts';
 import { timeoutStrategy } from '../strategies/timeout/strategy.ts';
+import type { ClaimSlots } from './claim-slots.ts';
 import { OccurrenceContainment } from './containment.ts';
 import type { FireKind, SchedulerEvent } from './events.ts';
 import type { JobContext, JobLogger, ResolvedJob } from './job.ts';
@@ -94,6 +95,8 @@ export interface FireEnvironment {
   readonly emit: (event: SchedulerEvent) => void;
   /** The config file and the worker module that runs a job with `isolation: 'worker'` from it. */
   readonly isolation?: { readonly configPath: string; readonly jobWorker: string | URL | undefined };
+  /** Bounds the claims in flight (see claim-slots.ts); unbounded without. */
+  readonly claims?: ClaimSlots;
 }
 
 /** How a fire came about. */
@@ -227,7 +230,7 @@ export class JobFirer {
 
   /** Asks the ledger until the occurrence is granted (and run), skipped or done elsewhere. */
   async #claimAndRun(state: FireState, options: FireOptions, ledger: RunLedger): Promise<FireResult> {
-    const { clock, time, instance } = this.#environment;
+    const { clock, time, instance, claims } = this.#environment;
     const lock = this.job.lock as Exclude<ResolvedJob['lock'], false>;
     const signal = options.signal;
     const manual = state.kind === 'manual';
@@ -272,11 +275,15 @@ export class JobFirer {
           }
           woken = wakeUp?.consume() ?? false;
         }
-        if (signal?.aborted || stopping?.aborted) return { outcome: 'skipped', reason: 'shutdown' };
+        // A slot first: past a few hundred claims in flight, a fire waits here rather than in the store.
+        const slot = claims?.take();
+        if (slot !== undefined) await slot;
         let claim: ClaimResult;
-        // Before the request: the holder never believes in its lease longer than the store does.
-        const requestedAt = time.monotonic();
+        let requestedAt: number;
         try {
+          if (signal?.aborted || stopping?.aborted) return { outcome: 'skipped', reason: 'shutdown' };
+          // Before the request: the holder never believes in its lease longer than the store does.
+          requestedAt = time.monotonic();
           claim = await ledger.claimOccurrence({
             job: this.job.name,
             key: lock.key,
@@ -307,6 +314,8 @@ export class JobFirer {
           storeRetryDelay = Math.min(storeRetryDelay * 2, claimRetryTiming.maxDelay);
           waitMs = pause;
           continue;
+        } finally {
+          if (claims !== undefined) claims.give();
         }
         storeRetryDelay = claimRetryTiming.initialDelay;
         if (claim.status === 'skipped') return { outcome: 'skipped', reason: claim.reason };

@@ -1,5 +1,6 @@
 import { hasInstanceRegistry, hasRunLedger } from '../ledger/contract.ts';
 import { systemTimeProvider, type TimeProvider, type TimerHandle, withDeadline } from '../pipeline/time.ts';
+import { ClaimSlots, claimSlotsPerRunner } from './claim-slots.ts';
 import { describeError } from './credentials.ts';
 import { ShutdownError, UnknownJobError } from './errors.ts';
 import { logSchedulerEvents } from './event-log.ts';
@@ -547,6 +548,7 @@ function environmentFor(
     logger,
     emit: (event) => events.emit(event),
     isolation: { configPath: config.filepath, jobWorker: config.jobWorker },
+    claims: new ClaimSlots(claimSlotsPerRunner),
   };
 }
 

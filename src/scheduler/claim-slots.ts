@@ -1,0 +1,47 @@
+/**
+ * How many claims one runner has waiting on its store at once. A store batches what it is sent
+ * (a few hundred in flight fill its round trips), so more claims in flight only queue inside the
+ * store, each holding its whole chain of calls (its read, its decision, its write); a fire waiting
+ * here holds only its own. Ten thousand fires due at one instant then cost a few MB, not a few
+ * hundred, and still keep the store busy.
+ */
+export const claimSlotsPerRunner = 1_000;
+
+/**
+ * A counting semaphore for claims, first come first served. `take()` is synchronous while a slot
+ * is free (a fire due alone does not wait a tick for it).
+ */
+export class ClaimSlots {
+  #free: number;
+  /** Waiting fires from `#head` on (a moving head: handing a slot on is O(1)). */
+  #waiting: Array<() => void> = [];
+  #head = 0;
+
+  constructor(size: number) {
+    this.#free = size;
+  }
+
+  /** Takes a slot: `undefined` when one was free, else a promise that resolves once one is. */
+  take(): Promise<void> | undefined {
+    if (this.#free > 0) {
+      this.#free--;
+      return undefined;
+    }
+    return new Promise((resolve) => this.#waiting.push(resolve));
+  }
+
+  /** Gives a slot back: to the fire waiting longest, if any. */
+  give(): void {
+    if (this.#head < this.#waiting.length) {
+      const next = this.#waiting[this.#head]!;
+      this.#waiting[this.#head++] = undefined as unknown as () => void;
+      if (this.#head === this.#waiting.length || this.#head > 1_024) {
+        this.#waiting = this.#waiting.slice(this.#head);
+        this.#head = 0;
+      }
+      next();
+      return;
+    }
+    this.#free++;
+  }
+}
