@@ -112,14 +112,13 @@ export class LedgerEngine {
 
   async claimOccurrence(request: ClaimRequest): Promise<ClaimResult> {
     const { job, key, owner, overlap } = request;
-    const target: ReadTarget = {
-      operation: 'claimOccurrence',
-      key,
-      job,
-      occurrences: [request.scheduledAt],
-      trim: resolvedTrim(request),
-    };
-    const { answer, token } = await this.#decide(target, (view) => decideClaim(view, request));
+    // Without the history a trim needs: only a claim that records a skip trims, and it reads again.
+    const target: ReadTarget = { operation: 'claimOccurrence', key, job, occurrences: [request.scheduledAt] };
+    const { answer, token } = await this.#decide(
+      target,
+      (view) => decideClaim(view, request),
+      resolvedTrim(request),
+    );
     if (answer.status !== 'granted') return answer;
     const lease = { job, key, scheduledAt: answer.scheduledAt, owner, token: token!, overlap };
     return { status: 'granted', takeover: answer.takeover, lease };
@@ -161,11 +160,12 @@ export class LedgerEngine {
   #decide<A>(
     target: ReadTarget,
     decide: (view: LedgerView) => Decision<A>,
+    trimWith?: ResolvedTrim,
   ): Promise<{ answer: A; token?: number }> {
     const id = target.key;
     const previous = this.#inFlight.get(id);
-    const run =
-      previous === undefined ? this.#apply(target, decide) : previous.then(() => this.#apply(target, decide));
+    const apply = () => this.#apply(target, decide, trimWith);
+    const run = previous === undefined ? apply() : previous.then(apply);
     const settled = run.then(ignore, ignore);
     this.#inFlight.set(id, settled);
     settled.then(() => {
@@ -174,16 +174,25 @@ export class LedgerEngine {
     return run;
   }
 
+  /**
+   * One decision in one atomic step. A target read without the history (`trimWith` says the trim
+   * then) is read and decided again with it when the decision trims: the first read is the usual
+   * case's, and costs a store that keeps records apart from their index less.
+   */
   async #apply<A>(
     target: ReadTarget,
     decide: (view: LedgerView) => Decision<A>,
+    trimWith?: ResolvedTrim,
   ): Promise<{ answer: A; token?: number }> {
     let answer: A | undefined;
+    let trims = false;
     const applied = await this.#primitive.apply(target, (stored) => {
       const decision = decide(stored.view);
       answer = decision.answer;
-      return writeChangesOf(stored, decision.changes);
+      trims = decision.changes.trim !== undefined && stored.history === undefined;
+      return trims && trimWith !== undefined ? undefined : writeChangesOf(stored, decision.changes);
     });
+    if (trims && trimWith !== undefined) return this.#apply({ ...target, trim: trimWith }, decide);
     return applied.token === undefined ? { answer: answer! } : { answer: answer!, token: applied.token };
   }
 }

@@ -8,7 +8,7 @@
  * | `<prefix>{<key>}:lease` | string, PX | owner of the live lease (a plain acquire's, or a claimed occurrence's unless `allow-all`) |
  * | `<prefix>{<key>}:token` | string, no expiry | last fencing token issued for the key (acquires and claims, `allow-all` ones too) |
  * | `<prefix>{<key>}:current` | hash | `job`, `at`: the occurrence the live lease was granted to by a claim |
- * | `<prefix>{<key>}:occ:<job>` | hash | `scheduledAt` -> the occurrence's record (JSON): public fields, plus `owner`, `expiresAt` (its lease while `running`, judged against `TIME`), `cancelled`, `queuedUntil` |
+ * | `<prefix>{<key>}:occ:<job>` | hash | `scheduledAt` -> the occurrence's record (JSON): public fields, plus `owner`, `expiresAt` (its lease while `running`, judged against `TIME`), `cancelled`, `queuedUntil`; and `v`, a counter every run ledger write, pause and resume of the job increments (a write made on a read checks it) |
  * | `<prefix>{<key>}:idx:<job>` | sorted set | every recorded occurrence, scored by `scheduledAt`: history order, trimming |
  * | `<prefix>{<key>}:queue:<job>` | sorted set | queued (buffered) occurrences, scored by `scheduledAt`; their deadline is in the record |
  * | `<prefix>{<key>}:succeeded:<job>` | sorted set | occurrences whose record says `success`, scored by `scheduledAt` (`lastCompleted`) |
@@ -62,7 +62,7 @@ export class RedisKeys {
     return `${this.prefix}{${key}}:paused:${job}`;
   }
 
-  /** The KEYS of the run ledger's write scripts, in the order they expect them. */
+  /** The KEYS of the run ledger's scripts, in the order they expect them. */
   ledger(key: string, job: string): string[] {
     return [
       this.lease(key),
@@ -72,6 +72,7 @@ export class RedisKeys {
       this.index(key, job),
       this.queue(key, job),
       this.succeeded(key, job),
+      this.paused(key, job),
     ];
   }
 

@@ -114,28 +114,40 @@ return { owner, redis.call('GET', KEYS[2]) or '0', redis.call('PTTL', KEYS[1]), 
  * src/ledger/engine.ts). They decide nothing: the decisions run in the process, between them.
  *
  * KEYS (8 per call, one `{key}` hash tag, see keys.ts): 1 lease, 2 token, 3 current,
- * 4 occurrences, 5 index, 6 queue, 7 succeeded, 8 paused.
+ * 4 occurrences (with the job's version counter in its field `v`, which every ledger write, pause
+ * and resume of the job increments), 5 index, 6 queue, 7 succeeded, 8 paused.
  *
  * The read's ARGV: job, the decision it is for ('claim', 'renew' or 'finish': a claim reads the
- * queue and the pause, a claim or a finish what a trim needs), retention ms, record limit, the
- * number of occurrences asked about, then those (as '%d' strings). It replies { now, the lease's owner or
+ * queue and the pause), retention ms, record limit (0 for none: then it reads nothing a trim
+ * needs), the number of occurrences asked about, then those (as '%d' strings). It replies { now, the lease's owner or
  * false, its PTTL, the job's current occurrence or false, 1 when paused (a claim's read), the record count (with a
  * trim), the oldest occurrences (with a trim: those past the retention, and one more than the
  * record limit's excess), the occurrences read, their records (JSON, or false),
- * the version }: the version is a digest of everything read but the clock and the PTTL, so the
- * write can tell whether any of it changed.
+ * the version }. The version is a digest of the job's counter, the key's lease owner and current
+ * occurrence, and the records asked about: what the write checks again to tell
+ * whether anything the decision read has changed (three commands). The counter covers the rest (the queue, the
+ * pause, the other records): whatever changes them increments it. The lease owner and `current`
+ * are checked apart because a plain acquire, a release or an expiry changes them without a ledger
+ * write, and the records asked about because an instance of a release before the counter writes
+ * them without incrementing it.
  */
 const ledgerReadBlock = `
 local function fmt(value) return string.format('%d', value) end
+
+-- The version of what a decision read (see above): records are those of the occurrences asked about.
+local function digestOf(counter, owner, current, records, asked)
+  local parts = { counter or '', owner or '', current[1] or '', current[2] or '' }
+  for i = 1, asked do parts[4 + i] = records[i] or '' end
+  return redis.sha1hex(table.concat(parts, '\\n'))
+end
 
 local function serverNow()
   local time = redis.call('TIME')
   return tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 end
 
--- Returns the view, and the position of the first ARGV after the read's.
 local function readView(KEYS, ARGV, now)
-  local job, claim, trim = ARGV[1], ARGV[2] == 'claim', ARGV[2] ~= 'renew'
+  local job, claim, trim = ARGV[1], ARGV[2] == 'claim', ARGV[4] ~= '0'
   local owner = redis.call('GET', KEYS[1])
   local pttl = owner and redis.call('PTTL', KEYS[1]) or -2
   local current = redis.call('HMGET', KEYS[3], 'job', 'at')
@@ -155,11 +167,11 @@ local function readView(KEYS, ARGV, now)
       if n > 0 then oldest = redis.call('ZRANGE', KEYS[5], 0, n - 1) end
     end
   end
-  local fields, seen = {}, {}
+  local fields, fieldIndex = {}, {}
   local function want(field)
-    if field and not seen[field] then
-      seen[field] = true
+    if field and not fieldIndex[field] then
       fields[#fields + 1] = field
+      fieldIndex[field] = #fields
     end
   end
   local asked = tonumber(ARGV[5])
@@ -167,11 +179,23 @@ local function readView(KEYS, ARGV, now)
   want(currentAt)
   for _, field in ipairs(queue) do want(field) end
   for _, field in ipairs(oldest) do want(field) end
-  local records = redis.call('HMGET', KEYS[4], unpack(fields))
-  local parts = { owner or '', currentAt or '', paused, total, table.concat(queue, ','), table.concat(oldest, ',') }
-  for i, field in ipairs(fields) do parts[#parts + 1] = field .. '=' .. (records[i] or '') end
-  local version = redis.sha1hex(table.concat(parts, '\\n'))
-  return { owner or false, pttl, currentAt, paused, total, oldest, fields, records, version }, 6 + asked
+  local records = redis.call('HMGET', KEYS[4], 'v', unpack(fields))
+  local counter = table.remove(records, 1)
+  local askedRecords = {}
+  for i = 1, asked do askedRecords[i] = records[fieldIndex[ARGV[5 + i]]] end
+  local version = digestOf(counter, owner, current, askedRecords, asked)
+  return { owner or false, pttl, currentAt, paused, total, oldest, fields, records, version }
+end
+
+-- The version of what the decision for ARGV (a job, the number of occurrences asked about, those)
+-- read, as it is now. Returns it, and the position of the first ARGV after those.
+local function versionNow(KEYS, ARGV)
+  local asked = tonumber(ARGV[2])
+  local owner = redis.call('GET', KEYS[1])
+  local current = redis.call('HMGET', KEYS[3], 'job', 'at')
+  local records = redis.call('HMGET', KEYS[4], 'v', unpack(ARGV, 3, 2 + asked))
+  local counter = table.remove(records, 1)
+  return digestOf(counter, owner, current, records, asked), 3 + asked
 end
 `;
 
@@ -182,20 +206,23 @@ return view
 `;
 
 /**
- * The write's ARGV: the read's, then the version it read, the granted occurrence ('' for none),
+ * The write's ARGV: the job, the number of occurrences the read asked about, those, then the
+ * version it read, the granted occurrence ('' for none),
  * its owner, its ttl ms, '1' when it takes the key's lease, the ttl ms the key's lease is renewed
  * for ('' for none), the key's release channel to release its lease and publish there ('' for none;
  * a channel is not a key: a client's key prefix does not apply), '1' to clear the current occurrence with it,
  * the number of records put, the number dropped, then 5 per put (occurrence, record JSON, '1' when
  * new to the index, queue and succeeded index: '1' add, '-1' remove, '0' leave) and 3 per drop
  * (occurrence, '1' when queued, '1' when succeeded). Writes nothing and replies 0 when the version
- * changed; else replies the granted occurrence's token (written into its record), or -1.
+ * changed; else increments the job's counter and replies the granted occurrence's token (written
+ * into its record), or -1.
  *
  * The token is an `INCR` of the key's counter, seeded from `TIME` as an acquire's is (see above).
  */
 const ledgerWriteScript = `
-local view, at = readView(KEYS, ARGV, now)
-if view[9] ~= ARGV[at] then return 0 end
+local version, at = versionNow(KEYS, ARGV)
+if version ~= ARGV[at] then return 0 end
+redis.call('HINCRBY', KEYS[4], 'v', 1)
 local grantAt, grantOwner, grantTtl, holdsKey = ARGV[at + 1], ARGV[at + 2], ARGV[at + 3], ARGV[at + 4] == '1'
 local renewTtl, releaseChannel, clearCurrent = ARGV[at + 5], ARGV[at + 6], ARGV[at + 7] == '1'
 local puts, drops = tonumber(ARGV[at + 8]), tonumber(ARGV[at + 9])
@@ -253,8 +280,12 @@ end
 return records
 `;
 
-/** KEYS: paused. ARGV: by, '1' when a reason follows, reason. Records the pause at the server's `TIME`. */
+/**
+ * KEYS: paused, occurrences. ARGV: by, '1' when a reason follows, reason. Records the pause at the
+ * server's `TIME`, and increments the job's ledger version (a claim decided before it is decided again).
+ */
 const pauseJobScript = `
+redis.call('HINCRBY', KEYS[2], 'v', 1)
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 redis.call('DEL', KEYS[1])
@@ -263,8 +294,9 @@ if ARGV[2] == '1' then redis.call('HSET', KEYS[1], 'reason', ARGV[3]) end
 return 1
 `;
 
-/** KEYS: paused. Lifts the pause. */
+/** KEYS: paused, occurrences. Lifts the pause, and increments the job's ledger version. */
 const resumeJobScript = `
+redis.call('HINCRBY', KEYS[2], 'v', 1)
 return redis.call('DEL', KEYS[1])
 `;
 
@@ -383,8 +415,8 @@ export const storeScripts = {
   ledgerWrite: new StoreScript(batchOf(ledgerWriteScript, 8), 8),
   runHistory: new StoreScript(runHistoryScript, 2),
   lastCompleted: new StoreScript(lastCompletedScript, 1),
-  pauseJob: new StoreScript(pauseJobScript, 1),
-  resumeJob: new StoreScript(resumeJobScript, 1),
+  pauseJob: new StoreScript(pauseJobScript, 2),
+  resumeJob: new StoreScript(resumeJobScript, 2),
   pauseOf: new StoreScript(pauseOfScript, 1),
   registerInstance: new StoreScript(registerInstanceScript, 2),
   removeInstance: new StoreScript(removeInstanceScript, 2),

@@ -353,7 +353,9 @@ export class RedisLockStore implements LockStore, RunLedger, InstanceRegistry {
   async #writeLedger(target: ReadTarget, version: string, changes: WriteChanges): Promise<WriteReply> {
     const { grant, renewKey, releaseKey } = changes;
     const argv: Argument[] = [
-      ...readArguments(target),
+      target.job,
+      target.occurrences.length,
+      ...target.occurrences.map(String),
       version,
       grant === undefined ? '' : String(grant.scheduledAt),
       grant?.owner ?? '',
@@ -389,10 +391,6 @@ export class RedisLockStore implements LockStore, RunLedger, InstanceRegistry {
     })) as number;
     if (reply === 0) return { written: false };
     return reply > 0 ? { written: true, token: reply } : { written: true };
-  }
-
-  #ledgerKeys(key: string, job: string): string[] {
-    return [...this.#keys.ledger(key, job), this.#keys.paused(key, job)];
   }
 
   /** The job's occurrences under `key` (defaults to the job's name), newest first, at most `limit` (20). */
@@ -434,6 +432,7 @@ export class RedisLockStore implements LockStore, RunLedger, InstanceRegistry {
     }
     await this.#writeScript('pauseJob', key, storeScripts.pauseJob, [
       this.#keys.paused(key, job),
+      this.#keys.occurrences(key, job),
       by,
       reason === undefined ? '0' : '1',
       reason ?? '',
@@ -443,7 +442,10 @@ export class RedisLockStore implements LockStore, RunLedger, InstanceRegistry {
   async resumeJob(job: string, options: { key: string }): Promise<void> {
     checkJob(job);
     const key = checkKey(options?.key);
-    await this.#writeScript('resumeJob', key, storeScripts.resumeJob, [this.#keys.paused(key, job)]);
+    await this.#writeScript('resumeJob', key, storeScripts.resumeJob, [
+      this.#keys.paused(key, job),
+      this.#keys.occurrences(key, job),
+    ]);
   }
 
   async pauseOf(job: string, options: { key: string }): Promise<JobPause | undefined> {
@@ -560,7 +562,7 @@ export class RedisLockStore implements LockStore, RunLedger, InstanceRegistry {
   ): Promise<readonly unknown[]> {
     const args: Argument[] = [];
     // The KEYS are made here, not when a call is queued: a long queue holds less.
-    for (const call of calls) args.push(...this.#ledgerKeys(call.key, call.job));
+    for (const call of calls) args.push(...this.#keys.ledger(call.key, call.job));
     for (const call of calls) args.push(call.argv.length, ...call.argv);
     const numberOfKeys = script.numberOfKeys * calls.length;
     const keys = calls.length === 1 ? calls[0]!.key : calls.map((call) => call.key);

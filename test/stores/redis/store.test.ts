@@ -13,7 +13,8 @@ import { RedisLockStore, redisLockStoreDefaults } from 'resil/redis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // Not exported by the package: the limit the store must honour.
 import { ledgerRecordLimit } from '../../../src/ledger/defaults.ts';
-import { storeScripts } from '../../../src/stores/redis/scripts.ts';
+import { RedisKeys } from '../../../src/stores/redis/keys.ts';
+import { runScript, type StoreScript, storeScripts } from '../../../src/stores/redis/scripts.ts';
 import {
   privateRedisUnavailableReason,
   type RedisServer,
@@ -233,6 +234,64 @@ describe.skipIf(privateRedisUnavailableReason())('RedisLockStore on a private Re
       'billing:{nightly-lock}:succeeded:nightly',
       'billing:{nightly-lock}:token',
     ]);
+    await admin.flushall();
+  });
+
+  it("refuses a ledger write made on a read when the job was paused, the key's lease taken, or the record written in between", async () => {
+    const store = new RedisLockStore(client, { prefix: 'cas:' });
+    const keys = new RedisKeys('cas:');
+    const at = Date.now() - 1_000;
+    // The scripts' batch form, one call: its KEYS, then its ARGV preceded by their count.
+    const call = (script: StoreScript, job: string, argv: Array<string | number>) =>
+      runScript(client, script, true, [...keys.ledger(job, job), argv.length, ...argv]) as Promise<unknown[]>;
+    const read = async (job: string) => {
+      const [reply] = (await call(storeScripts.ledgerRead, job, [
+        job,
+        'claim',
+        0,
+        0,
+        1,
+        String(at),
+      ])) as string[][];
+      return reply!.at(-1)!;
+    };
+    // A write that puts nothing: the version check alone (replies -1 when written, 0 when refused).
+    const write = async (job: string, version: string) => {
+      const [reply] = await call(storeScripts.ledgerWrite, job, [
+        job,
+        1,
+        String(at),
+        version,
+        '',
+        '',
+        '',
+        '0',
+        '',
+        '',
+        '0',
+        0,
+        0,
+      ]);
+      return reply;
+    };
+    expect(await write('steady', await read('steady'))).toBe(-1);
+    // Every write moves the version on: a second write on the same read is refused.
+    const once = await read('twice');
+    expect(await write('twice', once)).toBe(-1);
+    expect(await write('twice', once)).toBe(0);
+    const paused = await read('paused');
+    await store.pauseJob('paused', { key: 'paused', by: 'test' });
+    expect(await write('paused', paused)).toBe(0);
+    const resumed = await read('paused');
+    await store.resumeJob('paused', { key: 'paused' });
+    expect(await write('paused', resumed)).toBe(0);
+    const locked = await read('locked');
+    await store.acquire('locked', 'someone', ttl);
+    expect(await write('locked', locked)).toBe(0);
+    // As an instance of an earlier release writes a record: without the job's counter.
+    const recorded = await read('recorded');
+    await admin.hset(keys.occurrences('recorded', 'recorded'), String(at), '{"outcome":"running"}');
+    expect(await write('recorded', recorded)).toBe(0);
     await admin.flushall();
   });
 
@@ -657,11 +716,12 @@ describe.skipIf(privateRedisUnavailableReason())('RedisLockStore on a private Re
         );
       }
       expect(await admin.zcard('ledger-limit:{limit}:idx:limit')).toBe(ledgerRecordLimit);
-      expect(await admin.hlen('ledger-limit:{limit}:occ:limit')).toBe(ledgerRecordLimit);
+      // The records, and the job's version counter (field `v`).
+      expect(await admin.hlen('ledger-limit:{limit}:occ:limit')).toBe(ledgerRecordLimit + 1);
       const lease = await grantOf(store, { job: 'limit' });
       await store.finishOccurrence(lease, { outcome: 'success' });
       expect(await admin.zcard('ledger-limit:{limit}:idx:limit')).toBe(ledgerRecordLimit);
-      expect(await admin.hlen('ledger-limit:{limit}:occ:limit')).toBe(ledgerRecordLimit);
+      expect(await admin.hlen('ledger-limit:{limit}:occ:limit')).toBe(ledgerRecordLimit + 1);
       const kept = await store.runHistory('limit', { limit: ledgerRecordLimit });
       expect(kept.at(-1)?.scheduledAt).toBe(first + extra + 1);
       expect(kept[0]).toMatchObject({ scheduledAt: lease.scheduledAt, outcome: 'success' });
