@@ -8,8 +8,8 @@
  * then the instant comes; the window after it is BENCH_BURST_WINDOW_MS (default 30 s).
  *
  * `npm run bench -- burst` (after `npm run build`): N = 10,000 and K = 3, or BENCH_BURST_JOBS and
- * BENCH_BURST_INSTANCES; BENCH_BURST_STORES=redis (or postgres) for one store. The smoke run: 200
- * jobs on 2 instances. Linux only (reads /proc).
+ * BENCH_BURST_INSTANCES; BENCH_BURST_STORES=redis (or postgres) for one store; BENCH_BURST_DETAIL=1
+ * prints Redis's calls per command. The smoke run: 200 jobs on 2 instances. Linux only (reads /proc).
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -53,7 +53,10 @@ const store = new RedisLockStore(new Redis(process.env.B_STORE_URL), { prefix: '
         async commands() {
           const stats = await admin.info('commandstats');
           let total = 0;
-          for (const match of stats.matchAll(/^cmdstat_[^:]+:calls=(\d+)/gm)) total += Number(match[1]);
+          for (const match of stats.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
+            total += Number(match[2]);
+            if (process.env.BENCH_BURST_DETAIL) console.log(`  ${match[1]}: ${match[2]}`);
+          }
           return total;
         },
         async stop() {
