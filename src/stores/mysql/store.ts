@@ -191,7 +191,8 @@ export class MysqlLockStore implements LockStore, RunLedger, InstanceRegistry {
   async acquire(key: string, owner: string, ttlMs: number): Promise<number | undefined> {
     const stored = this.#key('key', key);
     const result = await this.#write('acquire', this.#sql.acquire, [stored, owner, ttlMs, owner, ttlMs]);
-    return result.insertId === 0 ? undefined : Number(result.insertId);
+    const token = Number(result.insertId);
+    return token === 0 ? undefined : token;
   }
 
   async renew(key: string, owner: string, ttlMs: number): Promise<boolean> {
