@@ -43,7 +43,7 @@ describe.skipIf(!mysqlUrl)('the resil CLI on a MySQL store', () => {
       'resil.config.ts': tsConfig(
         `[
     { name: 'tick', schedule: '* * * * * *', lock: { ttl: '5s' }, run: async () => {} },
-    { name: 'slow', schedule: '0 2 1 1 *', lock: { ttl: '10s' }, run: async () => new Promise((resolve) => setTimeout(resolve, 4_000)) },
+    { name: 'slow', schedule: '0 2 1 1 *', lock: { ttl: '10s' }, run: async () => new Promise((resolve) => setTimeout(resolve, 2_500)) },
   ]`,
         {
           imports: `import mysql from 'mysql2/promise';\nimport { MysqlLockStore } from 'resil/mysql';\nconst pool = mysql.createPool({ uri: ${JSON.stringify(mysqlUrl)} });`,
@@ -92,10 +92,10 @@ describe.skipIf(!mysqlUrl)('the resil CLI on a MySQL store', () => {
     expect(sampleValue((await scrape(base)).samples, 'resil_store_up')).toBe(1);
 
     const history = (await waitUntil(
-      'two runs recorded',
+      'a run recorded',
       async () => {
         const entries = await json<HistoryEntry[]>(['jobs', 'history', 'tick', '--json']);
-        return entries.filter((entry) => entry.outcome === 'success').length >= 2 ? entries : undefined;
+        return entries.some((entry) => entry.outcome === 'success') ? entries : undefined;
       },
       { timeoutMs: 15_000, intervalMs: 300 },
     )) as HistoryEntry[];
@@ -139,7 +139,7 @@ describe.skipIf(!mysqlUrl)('the resil CLI on a MySQL store', () => {
       { timeoutMs: 10_000, intervalMs: 200 },
     )) as { owner: string; token: number; expiresAt: string };
     expect(held.owner).toMatch(/^ops-1\//);
-    expect(Date.parse(held.expiresAt) - Date.now()).toBeGreaterThan(5_000);
+    expect(Date.parse(held.expiresAt) - Date.now()).toBeGreaterThan(6_000);
     expect(await manual.exited).toEqual({ code: 0, signal: null });
     expect(await json<{ held: boolean }>(['lock', 'status', 'slow', '--json'])).toMatchObject({
       held: false,
