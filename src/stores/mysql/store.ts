@@ -85,6 +85,11 @@ FROM ${t.instances} WHERE expires_at_ms > ${nowMs} AND LEFT(instance, ?) = ? ORD
 
 const ignore = () => {};
 
+/** An occurrence's instant as the tables keep it: whole epoch ms (the scheduler's always are). */
+function checkWholeMs(option: string, value: number): void {
+  if (!Number.isSafeInteger(value)) throw new InvalidOptionError(option, value, 'whole epoch milliseconds');
+}
+
 /** What the store binds to a statement's placeholders. */
 type Parameter = string | number | null;
 
@@ -253,16 +258,19 @@ export class MysqlLockStore implements LockStore, RunLedger, InstanceRegistry {
 
   async claimOccurrence(request: ClaimRequest): Promise<ClaimResult> {
     const claim = checkClaimRequest(request, checkStoredKey, mysqlLockStoreDefaults.retentionMs);
+    checkWholeMs('request.scheduledAt', claim.scheduledAt);
     return this.#ledger.claimOccurrence(claim);
   }
 
   async renewOccurrence(lease: OccurrenceLease, ttlMs: number): Promise<boolean> {
     checkOccurrenceLease(lease, checkStoredKey);
+    checkWholeMs('lease.scheduledAt', lease.scheduledAt);
     return this.#ledger.renewOccurrence(lease, checkDurationMs('ttlMs', ttlMs, 1));
   }
 
   async finishOccurrence(lease: OccurrenceLease, result: RunResult, options: LedgerTrim = {}): Promise<void> {
     checkOccurrenceLease(lease, checkStoredKey);
+    checkWholeMs('lease.scheduledAt', lease.scheduledAt);
     const trim = checkFinish(result, options, mysqlLockStoreDefaults.retentionMs);
     const highest = await this.#ledger.finishOccurrence(lease, result, trim);
     if (highest !== undefined) throw new StaleTokenError(lease.job, lease.token, highest);

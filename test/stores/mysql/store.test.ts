@@ -710,6 +710,11 @@ describe.skipIf(!mysqlUrl)('MysqlLockStore', () => {
         ],
         [() => unready.claimOccurrence(request('j', Date.now(), { ttlMs: 0 })), 'request.ttlMs'],
         [() => unready.claimOccurrence(request('j', Number.NaN)), 'request.scheduledAt'],
+        [() => unready.claimOccurrence(request('j', 1.5)), 'request.scheduledAt'],
+        [
+          () => unready.finishOccurrence({ ...lease, scheduledAt: 0.5 }, { outcome: 'success' }),
+          'lease.scheduledAt',
+        ],
         [() => unready.claimOccurrence(request(42 as never, Date.now())), 'request.job'],
         [() => unready.renewOccurrence(lease, 0), 'ttlMs'],
         [() => unready.renewOccurrence({ ...lease, token: 1.5 }, 1_000), 'lease.token'],
