@@ -10,6 +10,7 @@ export default defineConfig({
       { find: /^resil\/testing$/, replacement: src('testing/index.ts') },
       { find: /^resil\/redis$/, replacement: src('stores/redis/index.ts') },
       { find: /^resil\/postgres$/, replacement: src('stores/postgres/index.ts') },
+      { find: /^resil\/mysql$/, replacement: src('stores/mysql/index.ts') },
       { find: /^resil\/scheduler$/, replacement: src('scheduler/index.ts') },
       { find: /^resil\/opentelemetry$/, replacement: src('opentelemetry/index.ts') },
     ],

@@ -207,7 +207,7 @@ describe('jobs list', () => {
 
   it('notes on stderr that the in-memory store cannot show other processes, except with --json', async () => {
     const note =
-      "note: the config's store is the in-memory MemoryLockStore: it holds this process's leases and runs only; use RedisLockStore or PostgresLockStore to see the fleet's\n";
+      "note: the config's store is the in-memory MemoryLockStore: it holds this process's leases and runs only; use RedisLockStore, PostgresLockStore or MysqlLockStore to see the fleet's\n";
     for (const args of [
       ['jobs', 'list'],
       ['lock', 'status', 'beat'],

@@ -17,7 +17,7 @@ const redisUrl = await redisUrlForTests();
 const databaseUrl = await databaseUrlForTests();
 
 const inMemoryNote =
-  "note: the config's store is the in-memory MemoryLockStore: it holds this process's leases and runs only; use RedisLockStore or PostgresLockStore to see the fleet's\n";
+  "note: the config's store is the in-memory MemoryLockStore: it holds this process's leases and runs only; use RedisLockStore, PostgresLockStore or MysqlLockStore to see the fleet's\n";
 
 /** What a failing job throws: long, and with a connection URL whose password must not be shown. */
 const failure =

@@ -51,7 +51,7 @@ describe('--help', () => {
         expect(result.code, result.stderr).toBe(1);
         expect(result.stdout).toBe('');
         expect(result.stderr).toBe(
-          `error: resil jobs ${command} needs a shared store that every resil run reads, RedisLockStore or PostgresLockStore: the config's store is the in-memory MemoryLockStore, which holds this process's runs only\n`,
+          `error: resil jobs ${command} needs a shared store that every resil run reads, RedisLockStore, PostgresLockStore or MysqlLockStore: the config's store is the in-memory MemoryLockStore, which holds this process's runs only\n`,
         );
         const unknown = await runCli(['jobs', command, 'reprot'], { cwd: project.directory });
         expect(unknown.code).toBe(2);

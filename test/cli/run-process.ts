@@ -33,9 +33,12 @@ let built = false;
 /** Builds dist/ once per test file when it is missing or older than the sources it needs. */
 export function ensureBuilt(): void {
   if (built) return;
-  const outputs = ['dist/cli/main.js', 'dist/scheduler/index.js', 'dist/stores/redis/index.js'].map((file) =>
-    join(repoRoot, file),
-  );
+  const outputs = [
+    'dist/cli/main.js',
+    'dist/scheduler/index.js',
+    'dist/stores/redis/index.js',
+    'dist/stores/mysql/index.js',
+  ].map((file) => join(repoRoot, file));
   const sources = [
     'src/cli/commands/run.ts',
     'src/scheduler/runner.ts',
@@ -48,6 +51,8 @@ export function ensureBuilt(): void {
     'src/stores/redis/scripts.ts',
     'src/stores/postgres/store.ts',
     'src/stores/postgres/schema.ts',
+    'src/stores/mysql/store.ts',
+    'src/stores/mysql/ledger.ts',
   ].map((file) => join(repoRoot, file));
   const oldest = Math.min(...outputs.map((file) => (existsSync(file) ? statSync(file).mtimeMs : 0)));
   const newest = Math.max(...sources.map((file) => statSync(file).mtimeMs));

@@ -234,7 +234,7 @@ describe('resil dashboard: the command', () => {
         leases: true,
         error: null,
         notes: [
-          "The config's store is the in-memory MemoryLockStore: it holds this dashboard's own runs only. History, pauses, leases and instances need a shared store (RedisLockStore or PostgresLockStore) that every resil run uses.",
+          "The config's store is the in-memory MemoryLockStore: it holds this dashboard's own runs only. History, pauses, leases and instances need a shared store (RedisLockStore, PostgresLockStore or MysqlLockStore) that every resil run uses.",
         ],
       });
       expect(overview.instances).toBeNull();
@@ -249,7 +249,7 @@ describe('resil dashboard: the command', () => {
       const pause = await act(dashboard, token, '/api/jobs/report/pause');
       expect(pause.status).toBe(409);
       expect(pause.json().error).toBe(
-        "pause needs a shared store that every resil run reads, RedisLockStore or PostgresLockStore: the config's store is the in-memory MemoryLockStore, which holds this process's runs only",
+        "pause needs a shared store that every resil run reads, RedisLockStore, PostgresLockStore or MysqlLockStore: the config's store is the in-memory MemoryLockStore, which holds this process's runs only",
       );
       // A trigger runs in the dashboard's process, as resil jobs run would in its own.
       const trigger = await act(dashboard, token, '/api/jobs/report/trigger');

@@ -71,7 +71,7 @@ export declare class MyLockStore extends MemoryLockStore {
 };
 
 const snippets: Snippet[] = documentationFiles(repoRoot).flatMap((file) => snippetsOf(repoRoot, file));
-// Inside the repository, so that ioredis, pg and @opentelemetry/api resolve from its node_modules.
+// Inside the repository, so that ioredis, pg, mysql2 and @opentelemetry/api resolve from its node_modules.
 const directory = join(repoRoot, 'node_modules/.cache/resil-doc-snippets');
 
 /** Type-checks every snippet in one program; returns each one's errors as `line: message`. */
@@ -103,6 +103,7 @@ function typecheck(): Map<Snippet, string[]> {
       'resil/testing': src('testing/index.ts'),
       'resil/redis': src('stores/redis/index.ts'),
       'resil/postgres': src('stores/postgres/index.ts'),
+      'resil/mysql': src('stores/mysql/index.ts'),
       'resil/scheduler': src('scheduler/index.ts'),
       'resil/opentelemetry': src('opentelemetry/index.ts'),
     },

@@ -1,7 +1,7 @@
 /**
  * resil as a user's project gets it: the packed tarball installed from the registry's point of
- * view, next to the ioredis major the user picked. The documented Redis and PostgreSQL configs must
- * type-check there, and a job must run on a real Redis with each ioredis major.
+ * view, next to the ioredis major the user picked. The documented Redis, PostgreSQL and MySQL configs
+ * must type-check there, and a job must run on a real Redis with each ioredis major.
  */
 import { execFile, execFileSync } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -117,6 +117,7 @@ describe('a consumer project installing the packed resil', () => {
             resil: `file:${tarball}`,
             ioredis: `^${major}.0.0`,
             pg: '^8.11.0',
+            mysql2: '^3.0.0',
           },
           devDependencies: {
             '@types/node': '^20.19.0',
@@ -142,6 +143,7 @@ describe('a consumer project installing the packed resil', () => {
           'new RedisLockStore(client',
         ).replace("prefix: 'myapp:'", `prefix: ${JSON.stringify(prefix)}`),
         'postgres.config.ts': documentedBlock('export default defineConfig(', 'new PostgresLockStore('),
+        'mysql.config.ts': documentedBlock('export default defineConfig(', 'new MysqlLockStore('),
         ...jobFiles,
       };
       for (const [file, content] of Object.entries(files)) writeFileSync(join(directory, file), content);

@@ -98,9 +98,9 @@ another --host, an IP address, a loopback name or the --host value. Behind a rev
 passes the Host on (nginx: proxy_set_header Host $host;), name the proxy's host with
 --allowed-host. A non-loopback --host serves whoever reaches it, and with --allow-actions prints
 a warning: those checks and the token stop other web sites, not other people.
-Needs a shared store (RedisLockStore or PostgresLockStore) for history, pauses, leases and
-instances: on the in-memory default store the page shows the config's jobs and next runs, and
-says so. Logs (actions, triggered runs) are JSON lines on stdout; LOG_LEVEL sets the level.
+Needs a shared store (RedisLockStore, PostgresLockStore or MysqlLockStore) for history, pauses,
+leases and instances: on the in-memory default store the page shows the config's jobs and next
+runs, and says so. Logs (actions, triggered runs) are JSON lines on stdout; LOG_LEVEL sets the level.
 
 Exit codes: 0 after SIGINT/SIGTERM; 2 bad config, bad --port, --host or --allowed-host, or the
 address cannot be listened on (port in use, not this machine's); 1 after a graceful stop on an

@@ -24,7 +24,7 @@ export async function listInstances(helpers: CommandHelpers, options: { json: bo
       ? "the config's store is the in-memory MemoryLockStore, which only this process sees"
       : "the config's store keeps no instance registry (registerInstance, removeInstance, listInstances)";
     helpers.stderr.write(
-      `${errorStyles.red('error:')} resil instances needs a shared store that every resil run registers in, RedisLockStore or PostgresLockStore: ${why}\n`,
+      `${errorStyles.red('error:')} resil instances needs a shared store that every resil run registers in, RedisLockStore, PostgresLockStore or MysqlLockStore: ${why}\n`,
     );
     helpers.setExitCode(instancesExitCodes.storeError);
     return;
@@ -76,8 +76,8 @@ the instance's in ms (store minus instance: -2000 means the instance's clock is 
 its last heartbeat (store clock). --json prints an array of objects with instance, host, pid,
 version, startedAt, jobs, clockOffsetMs and lastSeenAt (ISO 8601 UTC strings for the instants).
 
-Needs a shared store (RedisLockStore or PostgresLockStore): the in-memory store lists nothing
-another process could see.
+Needs a shared store (RedisLockStore, PostgresLockStore or MysqlLockStore): the in-memory store
+lists nothing another process could see.
 
 Exit codes: 0 listed (also when none is live); 1 in-memory store, a store without an instance
 registry, or store unreachable; 2 bad config.

@@ -20,7 +20,7 @@ function sharedLedgerOf(
   const shared = sharedPausesOf(store);
   if ('ledger' in shared) return shared.ledger;
   helpers.stderr.write(
-    `${helpers.errorStyles.red('error:')} resil jobs ${command} needs a shared store that every resil run reads, RedisLockStore or PostgresLockStore: ${shared.why}\n`,
+    `${helpers.errorStyles.red('error:')} resil jobs ${command} needs a shared store that every resil run reads, RedisLockStore, PostgresLockStore or MysqlLockStore: ${shared.why}\n`,
   );
   helpers.setExitCode(pauseExitCodes.storeError);
   return undefined;

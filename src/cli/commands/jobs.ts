@@ -156,8 +156,8 @@ Examples:
 The pause is kept in the store with who paused it (the config's instance name, else host:pid),
 when (the store's clock) and why. An occurrence running when it is paused runs on. resil jobs run
 refuses a paused job unless --force. Pausing a paused job replaces who, when and why.
-Needs a shared store (RedisLockStore or PostgresLockStore): the in-memory default store is this
-process's only.
+Needs a shared store (RedisLockStore, PostgresLockStore or MysqlLockStore): the in-memory default
+store is this process's only.
 
 Exit codes: 0 paused; 1 the store is not a shared one, or unreachable (within 5 s);
 2 bad config or unknown job.
@@ -179,7 +179,7 @@ Examples:
       'after',
       `
 Fires skipped while it was paused are not run again. Resuming a job that is not paused changes
-nothing (exit 0). Needs a shared store (RedisLockStore or PostgresLockStore).
+nothing (exit 0). Needs a shared store (RedisLockStore, PostgresLockStore or MysqlLockStore).
 
 Exit codes: 0 resumed, or was not paused; 1 the store is not a shared one, or unreachable
 (within 5 s); 2 bad config or unknown job.

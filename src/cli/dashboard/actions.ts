@@ -151,7 +151,7 @@ export class DashboardActions {
       refused: {
         status: 409,
         body: {
-          error: `${action} needs a shared store that every resil run reads, RedisLockStore or PostgresLockStore: ${shared.why}`,
+          error: `${action} needs a shared store that every resil run reads, RedisLockStore, PostgresLockStore or MysqlLockStore: ${shared.why}`,
         },
       },
     };

@@ -93,7 +93,7 @@ function storeCapabilities(config: ResolvedConfig): StoreView {
   };
   if (!shared) {
     view.notes.push(
-      "The config's store is the in-memory MemoryLockStore: it holds this dashboard's own runs only. History, pauses, leases and instances need a shared store (RedisLockStore or PostgresLockStore) that every resil run uses.",
+      "The config's store is the in-memory MemoryLockStore: it holds this dashboard's own runs only. History, pauses, leases and instances need a shared store (RedisLockStore, PostgresLockStore or MysqlLockStore) that every resil run uses.",
     );
     return view;
   }

@@ -89,7 +89,7 @@ export function watchStoreConnection(
  */
 export function inMemoryStoreNote(store: unknown): string | undefined {
   if ((store as LockStore | undefined)?.processLocal !== true) return undefined;
-  return "note: the config's store is the in-memory MemoryLockStore: it holds this process's leases and runs only; use RedisLockStore or PostgresLockStore to see the fleet's\n";
+  return "note: the config's store is the in-memory MemoryLockStore: it holds this process's leases and runs only; use RedisLockStore, PostgresLockStore or MysqlLockStore to see the fleet's\n";
 }
 
 /** How long a one-shot command waits for the store before it reports it unreachable. */

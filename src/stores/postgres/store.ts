@@ -15,7 +15,6 @@ import {
   type RunResult,
   runRecordOf,
 } from '../../ledger/contract.ts';
-import { ledgerTrimOf } from '../../ledger/defaults.ts';
 import { type Applied, LedgerEngine } from '../../ledger/engine.ts';
 import { parseDuration } from '../../pipeline/duration.ts';
 import { InvalidOptionError } from '../../pipeline/errors.ts';
@@ -23,7 +22,14 @@ import { withDeadline } from '../../pipeline/time.ts';
 import { isStoreSetupError, StaleTokenError, type StoreSetupError } from '../../strategies/lock/errors.ts';
 import type { LeaseInfo, LockStore } from '../../strategies/lock/store.ts';
 import { CallBatches } from '../call-batches.ts';
-import { checkOverlap } from '../overlap-option.ts';
+import {
+  checkClaimRequest,
+  checkCount,
+  checkDurationMs,
+  checkFinish,
+  checkOccurrenceLease,
+  checkString,
+} from '../ledger-arguments.ts';
 import { postgresLedgerBatchLimits, postgresLockStoreDefaults } from './defaults.ts';
 import { checkStoredKey, isMissingObject, storeError } from './errors.ts';
 import { applyLedgerBatch, type LedgerCall, ledgerStatements } from './ledger.ts';
@@ -123,42 +129,6 @@ const ignore = () => {};
 /** A `pg.Pool`, as opposed to a single client given in its place. */
 function isPool(pool: Pool): boolean {
   return typeof (pool as { totalCount?: unknown }).totalCount === 'number';
-}
-
-function checkString(option: string, value: unknown): string {
-  if (typeof value !== 'string') throw new InvalidOptionError(option, value, 'a string');
-  return value;
-}
-
-function checkEpochMs(option: string, value: unknown): number {
-  if (typeof value !== 'number' || !Number.isFinite(value)) {
-    throw new InvalidOptionError(option, value, 'epoch milliseconds');
-  }
-  return value;
-}
-
-const maxDurationMs = Number.MAX_SAFE_INTEGER;
-
-/** The lease fields renewOccurrence and finishOccurrence send to the database. */
-function checkLease(lease: OccurrenceLease): void {
-  if (typeof lease !== 'object' || lease === null) {
-    throw new InvalidOptionError('lease', lease, 'an OccurrenceLease');
-  }
-  checkStoredKey('lease.job', lease.job);
-  checkStoredKey('lease.key', lease.key);
-  checkString('lease.owner', lease.owner);
-  checkEpochMs('lease.scheduledAt', lease.scheduledAt);
-  checkOverlap('lease.overlap', lease.overlap);
-  if (!Number.isSafeInteger(lease.token)) {
-    throw new InvalidOptionError('lease.token', lease.token, 'a fencing token (an integer)');
-  }
-}
-
-function checkCount(option: string, value: number, min: number): number {
-  if (!Number.isSafeInteger(value) || value < min) {
-    throw new InvalidOptionError(option, value, `an integer >= ${min}`);
-  }
-  return value;
 }
 
 /**
@@ -331,50 +301,20 @@ export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry
   }
 
   async claimOccurrence(request: ClaimRequest): Promise<ClaimResult> {
-    if (typeof request !== 'object' || request === null) {
-      throw new InvalidOptionError('request', request, 'a ClaimRequest');
-    }
-    ledgerTrimOf(request);
-    checkStoredKey('request.job', request.job);
-    checkStoredKey('request.key', request.key);
-    checkEpochMs('request.scheduledAt', request.scheduledAt);
-    checkString('request.owner', request.owner);
-    checkString('request.instance', request.instance);
-    const ttlMs = parseDuration(request.ttlMs, 'request.ttlMs', 1, maxDurationMs);
-    checkOverlap('request.overlap', request.overlap);
-    parseDuration(request.startingDeadlineMs, 'request.startingDeadlineMs', 0, maxDurationMs);
-    // A recorded skip trims the job's records, as a finish does.
-    const retentionMs = parseDuration(
-      request.retentionMs ?? postgresLockStoreDefaults.retentionMs,
-      'request.retentionMs',
-      0,
-      maxDurationMs,
+    return this.#ledger.claimOccurrence(
+      checkClaimRequest(request, checkStoredKey, postgresLockStoreDefaults.retentionMs),
     );
-    return this.#ledger.claimOccurrence({ ...request, ttlMs, retentionMs, manual: request.manual === true });
   }
 
   async renewOccurrence(lease: OccurrenceLease, ttlMs: number): Promise<boolean> {
-    checkLease(lease);
-    return this.#ledger.renewOccurrence(lease, parseDuration(ttlMs, 'ttlMs', 1, maxDurationMs));
+    checkOccurrenceLease(lease, checkStoredKey);
+    return this.#ledger.renewOccurrence(lease, checkDurationMs('ttlMs', ttlMs, 1));
   }
 
   async finishOccurrence(lease: OccurrenceLease, result: RunResult, options: LedgerTrim = {}): Promise<void> {
-    checkLease(lease);
-    ledgerTrimOf(options);
-    if (typeof result !== 'object' || result === null) {
-      throw new InvalidOptionError('result', result, 'a RunResult');
-    }
-    if (result.outcome !== 'success' && result.outcome !== 'failure') {
-      throw new InvalidOptionError('result.outcome', result.outcome, "'success' or 'failure'");
-    }
-    if (result.error !== undefined) checkString('result.error', result.error);
-    const retentionMs = parseDuration(
-      options.retentionMs ?? postgresLockStoreDefaults.retentionMs,
-      'retentionMs',
-      0,
-      maxDurationMs,
-    );
-    const highest = await this.#ledger.finishOccurrence(lease, result, { ...options, retentionMs });
+    checkOccurrenceLease(lease, checkStoredKey);
+    const trim = checkFinish(result, options, postgresLockStoreDefaults.retentionMs);
+    const highest = await this.#ledger.finishOccurrence(lease, result, trim);
     if (highest !== undefined) throw new StaleTokenError(lease.job, lease.token, highest);
   }
 
