@@ -1,6 +1,6 @@
 /**
  * The occurrence lifecycle under faults, with real `resil run` processes on a real store (Redis,
- * or PostgreSQL with Redis only for the job's own records and fence): every occurrence completes
+ * a 3-master Redis Cluster, or PostgreSQL, with Redis only for the job's own records and fence): every occurrence completes
  * once, none early, a crashed, frozen or cut-off holder's occurrence is taken over with a higher
  * token and its late writes are refused, and each overlap policy does what it says.
  *
@@ -28,9 +28,11 @@ import { databaseUrlForTests, uniqueSchemaName } from '../support/postgres.ts';
 import { freePort } from '../support/processes.ts';
 import {
   deleteKeys,
+  type RedisClusterServers,
   type RedisServer,
   redisServerAvailable,
   redisUrlForTests,
+  startRedisCluster,
   startRedisServer,
   uniquePrefix,
 } from '../support/redis.ts';
@@ -53,7 +55,8 @@ interface Entry {
 }
 
 interface FixtureOptions {
-  store: 'redis' | 'postgres';
+  /** `cluster`: a RedisLockStore on the Cluster whose startup nodes are in FIXTURE_STORE_CLUSTER. */
+  store: 'redis' | 'cluster' | 'postgres';
   schedule: string;
   workMs: number;
   lock?: { ttl?: number; wait?: number };
@@ -71,14 +74,16 @@ function writeFixture(prefix: string, options: FixtureOptions): RunFixture & { s
   const recordKey = `${prefix}records`;
   const schema = uniqueSchemaName('occurrences');
   const store =
-    options.store === 'redis'
+    options.store !== 'postgres'
       ? `new RedisLockStore(storeClient, { prefix: ${JSON.stringify(prefix)}, commandTimeout: 500 })`
       : `new PostgresLockStore(new pg.Pool({ connectionString: process.env.FIXTURE_DATABASE_URL, max: 4, connectionTimeoutMillis: 1000, query_timeout: 1000 }), { schema: ${JSON.stringify(schema)} })`;
   writeFileSync(
     configPath,
     `${fixturePreamble()}const { PostgresLockStore } = await import(${JSON.stringify(new URL('../../dist/stores/postgres/index.js', import.meta.url).href)});
 const pg = require('pg');
-const storeClient = process.env.FIXTURE_STORE_REDIS_URL ? new Redis(process.env.FIXTURE_STORE_REDIS_URL, clientOptions) : client;
+const storeClient = process.env.FIXTURE_STORE_CLUSTER
+  ? new (require('ioredis').Cluster)(JSON.parse(process.env.FIXTURE_STORE_CLUSTER), { redisOptions: { connectTimeout: 1000 } })
+  : process.env.FIXTURE_STORE_REDIS_URL ? new Redis(process.env.FIXTURE_STORE_REDIS_URL, clientOptions) : client;
 storeClient.on('error', () => {});
 // The fence and the records go through the store's connection when it is cut, so a cut-off
 // holder's late write really arrives late.
@@ -280,17 +285,28 @@ describe.skipIf(!redisUrl || !faketime)(
       fixtures.push(fixture);
       return fixture;
     };
+    /** The Cluster the `cluster` store runs on, started by the first test that needs it. */
+    let cluster: RedisClusterServers | undefined;
+    afterAll(() => cluster?.stop());
     const start = (
       fixture: RunFixture,
       instance: string,
-      options: { clockOffset?: string; storeRedisUrl?: string } = {},
+      options: { clockOffset?: string; storeRedisUrl?: string; cluster?: RedisClusterServers } = {},
     ) => {
-      const previous = process.env.FIXTURE_STORE_REDIS_URL;
-      if (options.storeRedisUrl) process.env.FIXTURE_STORE_REDIS_URL = options.storeRedisUrl;
-      else delete process.env.FIXTURE_STORE_REDIS_URL;
+      const variables = {
+        FIXTURE_STORE_REDIS_URL: options.storeRedisUrl,
+        FIXTURE_STORE_CLUSTER: options.cluster && JSON.stringify(options.cluster.startupNodes),
+      };
+      const previous = Object.fromEntries(Object.keys(variables).map((name) => [name, process.env[name]]));
+      const set = (values: Record<string, string | undefined>) => {
+        for (const [name, value] of Object.entries(values)) {
+          if (value === undefined) delete process.env[name];
+          else process.env[name] = value;
+        }
+      };
+      set(variables);
       const run = startRun(fixture, { instance, redisUrl: redisUrl!, clockOffset: options.clockOffset });
-      if (previous === undefined) delete process.env.FIXTURE_STORE_REDIS_URL;
-      else process.env.FIXTURE_STORE_REDIS_URL = previous;
+      set(previous);
       processes.push(run);
       return run;
     };
@@ -331,8 +347,8 @@ describe.skipIf(!redisUrl || !faketime)(
       }
     };
 
-    for (const store of ['redis', 'postgres'] as const) {
-      it.skipIf(store === 'postgres' && !databaseUrl)(
+    for (const store of ['redis', 'cluster', 'postgres'] as const) {
+      it.skipIf((store === 'postgres' && !databaseUrl) || (store === 'cluster' && !redisServerAvailable()))(
         `${store}: every occurrence completes once with 3 instances (one 2 s fast) through a frozen holder and a killed one (buffer-all via wait >= ttl)`,
         async () => {
           const fixture = fixtureFor(`occ-${store}`, {
@@ -343,10 +359,12 @@ describe.skipIf(!redisUrl || !faketime)(
           });
           // The store creates its tables, not the schema they live in.
           if (store === 'postgres') await pool!.query(`CREATE SCHEMA "${fixture.schema}"`);
+          if (store === 'cluster') cluster ??= await startRedisCluster({ masters: 3 });
+          const on = store === 'cluster' ? { cluster } : {};
           const fleet = [
-            start(fixture, 'a'),
-            start(fixture, 'b'),
-            start(fixture, 'fast', { clockOffset: '+2s' }),
+            start(fixture, 'a', on),
+            start(fixture, 'b', on),
+            start(fixture, 'fast', { ...on, clockOffset: '+2s' }),
           ];
           await Promise.all(fleet.map(started));
           const from = Math.ceil((await redisNow()) / 1000) * 1000 + 3_000;
