@@ -37,6 +37,7 @@ describe('config defaults', () => {
       lockTtl: 30_000,
       lockWait: 0,
       isolation: 'none',
+      dst: 'shift',
     });
   });
 

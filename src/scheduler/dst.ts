@@ -1,0 +1,158 @@
+import { Cron, CronPattern } from 'croner';
+import type { DstPolicy, ResolvedJob } from './job.ts';
+import { JobSchedule } from './occurrence.ts';
+import { fixedTimeRule, isUtcName, pausedCronOptions } from './timezone.ts';
+
+/** A change of a zone's UTC offset: clocks jump forward (a gap) or fall back (a fold). */
+export interface ZoneTransition {
+  /** The first instant with the new offset, epoch ms. */
+  readonly at: number;
+  /** The offset before and after, in ms (east of UTC positive). */
+  readonly offsetBeforeMs: number;
+  readonly offsetAfterMs: number;
+}
+
+/** What a job's fixed local time does around one transition. */
+export interface DstNotice {
+  readonly kind: 'gap' | 'fold';
+  /** The local date of the transition, `2027-03-28`. */
+  readonly date: string;
+  /** The job's local times that do not exist (gap) or occur twice (fold), `02:30`; at most 4. */
+  readonly localTimes: readonly string[];
+  /** The instant the job runs for them: after the gap (`'shift'`) or the first pass (fold); undefined when skipped. */
+  readonly runsAt: number | undefined;
+}
+
+const wallClocks = new Map<string, Intl.DateTimeFormat>();
+
+/** The zone's offset from UTC at `instant`, in ms (whole seconds). */
+export function offsetAt(instant: number, timezone: string): number {
+  let format = wallClocks.get(timezone);
+  if (format === undefined) {
+    format = new Intl.DateTimeFormat('en-US', {
+      timeZone: timezone,
+      hourCycle: 'h23',
+      year: 'numeric',
+      month: 'numeric',
+      day: 'numeric',
+      hour: 'numeric',
+      minute: 'numeric',
+      second: 'numeric',
+    });
+    wallClocks.set(timezone, format);
+  }
+  const part: Record<string, number> = {};
+  for (const { type, value } of format.formatToParts(instant)) part[type] = Number(value);
+  const wall = Date.UTC(part.year!, part.month! - 1, part.day!, part.hour!, part.minute!, part.second!);
+  return wall - Math.floor(instant / 1_000) * 1_000;
+}
+
+const day = 86_400_000;
+
+/**
+ * The zone's offset changes in `[from, to)`, oldest first: the offset sampled once a day, each
+ * change then narrowed to the second (no zone changes its offset twice within a day).
+ */
+export function zoneTransitions(timezone: string, from: number, to: number): ZoneTransition[] {
+  if (isUtcName(timezone)) return [];
+  const transitions: ZoneTransition[] = [];
+  let before = from;
+  let offsetBefore = offsetAt(before, timezone);
+  for (let after = from + day; before < to; after += day) {
+    const offsetAfter = offsetAt(after, timezone);
+    if (offsetAfter !== offsetBefore) {
+      let low = before;
+      let high = after;
+      while (high - low > 1_000) {
+        const middle = low + Math.floor((high - low) / 2_000) * 1_000;
+        if (offsetAt(middle, timezone) === offsetBefore) low = middle;
+        else high = middle;
+      }
+      if (high < to) transitions.push({ at: high, offsetBeforeMs: offsetBefore, offsetAfterMs: offsetAfter });
+    }
+    before = after;
+    offsetBefore = offsetAfter;
+  }
+  return transitions;
+}
+
+/** True when the schedule names a fixed local time (`fixedTimeRule`: no `*` or step in its second, minute and hour). */
+export function isFixedTime(schedule: string): boolean {
+  return new CronPattern(schedule, undefined, { fixedTimeRule }).isFixedTime;
+}
+
+/** `02:30`, or `02:30:15` when the seconds matter; `wall` is a local time written as a UTC instant. */
+function formatWall(wall: number): string {
+  const text = new Date(wall).toISOString().slice(11, 19);
+  return text.endsWith(':00') ? text.slice(0, 5) : text;
+}
+
+/** The schedule's local times in `[startWall, endWall)` (local times written as UTC instants), at most 4. */
+function wallTimesBetween(wallClock: Cron, startWall: number, endWall: number): string[] {
+  const times: string[] = [];
+  let next = wallClock.nextRun(new Date(startWall - 1_000));
+  while (next !== null && next.getTime() < endWall && times.length < 4) {
+    times.push(formatWall(next.getTime()));
+    next = wallClock.nextRun(next);
+  }
+  return times;
+}
+
+/**
+ * What the job's fixed local time does on each DST transition of its zone in `[from, to)`; empty for
+ * an interval schedule, a zone without transitions, or a time no transition touches.
+ */
+export function dstNoticesOf(
+  job: Pick<ResolvedJob, 'schedule' | 'dst'> & { readonly timezone: string },
+  from: number,
+  to: number,
+  transitions = zoneTransitions(job.timezone, from, to),
+): DstNotice[] {
+  if (transitions.length === 0 || !isFixedTime(job.schedule)) return [];
+  // The pattern on a clock at UTC+0 lists which local times it names, whatever the zone.
+  const wallClock = new Cron(job.schedule, pausedCronOptions('UTC'));
+  const schedule = new JobSchedule(job);
+  const notices: DstNotice[] = [];
+  for (const { at, offsetBeforeMs, offsetAfterMs } of transitions) {
+    const gap = offsetAfterMs > offsetBeforeMs;
+    // A gap skips the local times [old offset, new offset) past the transition; a fold repeats them.
+    const startWall = at + Math.min(offsetBeforeMs, offsetAfterMs);
+    const endWall = at + Math.max(offsetBeforeMs, offsetAfterMs);
+    const localTimes = wallTimesBetween(wallClock, startWall, endWall);
+    if (localTimes.length === 0) continue;
+    const date = new Date(at + offsetAfterMs).toISOString().slice(0, 10);
+    let runsAt: number | undefined;
+    if (!gap) runsAt = schedule.nextAfter(at - (offsetBeforeMs - offsetAfterMs) - 1_000);
+    else if (schedule.dst === 'shift') runsAt = schedule.nextAfter(at - 1_000) === at ? at : undefined;
+    notices.push({ kind: gap ? 'gap' : 'fold', date, localTimes, runsAt });
+  }
+  wallClock.stop();
+  return notices;
+}
+
+/** `03:00 CEST (01:00 UTC)`. */
+function formatInstant(instant: number, timezone: string): string {
+  const local = new Intl.DateTimeFormat('en-GB', {
+    timeZone: timezone,
+    hour: '2-digit',
+    minute: '2-digit',
+    timeZoneName: 'short',
+  }).format(instant);
+  return `${local} (${new Date(instant).toISOString().slice(11, 16)} UTC)`;
+}
+
+/** One sentence per notice: the date, the local times and what the job does. */
+export function describeDstNotice(notice: DstNotice, timezone: string, dst: DstPolicy): string {
+  const times = notice.localTimes.join(', ');
+  if (notice.kind === 'fold') {
+    const first = notice.runsAt === undefined ? '' : `: ${formatInstant(notice.runsAt, timezone)}`;
+    return `on ${notice.date} ${times} occurs twice in ${timezone}: it runs once, at the first pass${first}`;
+  }
+  const what =
+    notice.runsAt !== undefined
+      ? `it runs once right after the gap, at ${formatInstant(notice.runsAt, timezone)} (dst: 'shift')`
+      : dst === 'skip'
+        ? `it does not run for it that day (dst: 'skip')`
+        : 'it does not run for it that day';
+  return `on ${notice.date} ${times} does not exist in ${timezone} (clocks spring forward): ${what}`;
+}
