@@ -156,3 +156,43 @@ export function describeDstNotice(notice: DstNotice, timezone: string, dst: DstP
         : 'it does not run for it that day';
   return `on ${notice.date} ${times} does not exist in ${timezone} (clocks spring forward): ${what}`;
 }
+
+/** How far ahead `resil run` looks at start for DST transitions that touch a job's fixed time. */
+export const dstNoticeHorizonMs = 365 * day;
+
+/** A job whose fixed local time a DST transition of the next 12 months touches, and how. */
+export interface JobDstNotices {
+  readonly job: string;
+  readonly timezone: string;
+  readonly dst: DstPolicy;
+  readonly notices: readonly DstNotice[];
+}
+
+/**
+ * For each job whose fixed local time falls in a gap or a fold within `dstNoticeHorizonMs` after
+ * `from`, what happens then; computed once per zone and per schedule, zone and policy.
+ */
+export function jobDstNotices(jobs: readonly ResolvedJob[], from: number): JobDstNotices[] {
+  const to = from + dstNoticeHorizonMs;
+  const transitionsByZone = new Map<string, ZoneTransition[]>();
+  const noticesByKey = new Map<string, DstNotice[]>();
+  const found: JobDstNotices[] = [];
+  for (const job of jobs) {
+    const timezone = job.timezone ?? Intl.DateTimeFormat().resolvedOptions().timeZone;
+    let transitions = transitionsByZone.get(timezone);
+    if (transitions === undefined) {
+      transitions = zoneTransitions(timezone, from, to);
+      transitionsByZone.set(timezone, transitions);
+    }
+    if (transitions.length === 0) continue;
+    const dst = job.dst ?? 'shift';
+    const key = `${dst} ${timezone} ${job.schedule}`;
+    let notices = noticesByKey.get(key);
+    if (notices === undefined) {
+      notices = dstNoticesOf({ schedule: job.schedule, timezone, dst }, from, to, transitions);
+      noticesByKey.set(key, notices);
+    }
+    if (notices.length > 0) found.push({ job: job.name, timezone, dst, notices });
+  }
+  return found;
+}

@@ -84,7 +84,8 @@ const gapSteps = 8;
 function nextOf(cron: Cron, instant: number, skipGaps: boolean): number | undefined {
   let next = cron.nextRun(new Date(instant));
   if (skipGaps) {
-    for (let step = 0; next !== null && !cron.match(next) && step < gapSteps; step++) next = cron.nextRun(next);
+    for (let step = 0; next !== null && !cron.match(next) && step < gapSteps; step++)
+      next = cron.nextRun(next);
   }
   return next?.getTime() ?? undefined;
 }

@@ -2,6 +2,7 @@ import { hasInstanceRegistry, hasRunLedger } from '../ledger/contract.ts';
 import { systemTimeProvider, type TimeProvider, type TimerHandle, withDeadline } from '../pipeline/time.ts';
 import { ClaimSlots, claimSlotsPerRunner } from './claim-slots.ts';
 import { describeError } from './credentials.ts';
+import { describeDstNotice, jobDstNotices } from './dst.ts';
 import { ShutdownError, UnknownJobError } from './errors.ts';
 import { logSchedulerEvents } from './event-log.ts';
 import { SchedulerEvents, type SchedulerListener } from './events.ts';
@@ -227,6 +228,7 @@ export class JobRunner {
     }
     this.#queue.start();
     this.#logStarted(store);
+    this.#logDstNotices(startedAt);
     if (hasInstanceRegistry(store)) {
       this.#heartbeat = startInstanceHeartbeat(store, {
         time: this.#time,
@@ -329,6 +331,28 @@ export class JobRunner {
       () => false,
       this.#time,
     );
+  }
+
+  /** One line per job whose fixed local time a DST transition of the next 12 months touches. */
+  #logDstNotices(startedAt: number): void {
+    const jobs = this.#jobs.map((scheduled) => scheduled.job);
+    for (const { job, timezone, dst, notices } of jobDstNotices(jobs, startedAt)) {
+      const skips = notices.some((notice) => notice.kind === 'gap' && notice.runsAt === undefined);
+      const fields = {
+        job,
+        timezone,
+        dst,
+        transitions: notices.map((notice) => ({
+          date: notice.date,
+          kind: notice.kind,
+          localTimes: notice.localTimes,
+          runsAt: notice.runsAt === undefined ? null : new Date(notice.runsAt).toISOString(),
+        })),
+      };
+      const message = `DST: ${notices.map((notice) => describeDstNotice(notice, timezone, dst)).join('; ')}`;
+      if (skips) this.#logger.warn(fields, message);
+      else this.#logger.info(fields, message);
+    }
   }
 
   #logStarted(store: object): void {

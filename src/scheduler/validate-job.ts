@@ -19,8 +19,8 @@ import type {
 import { configDefaults } from './job-defaults.ts';
 import {
   checkUnknownOptions,
-  duration,
   dstPolicy,
+  duration,
   hooks,
   isolation,
   isPlainObject,

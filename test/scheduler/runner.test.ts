@@ -480,6 +480,35 @@ describe('JobRunner: DST (2027, both policies)', () => {
     expect(fires.hourly).toEqual(hoursFrom('2027-03-14T05:00:00.000Z', 28));
   });
 
+  it('logs at start, once per job, each DST transition of the next 12 months that touches its fixed time, and what will happen', async () => {
+    const { logger, runner } = setup(jobsIn('Europe/Berlin'), {
+      time: new FakeTimeProvider(Date.parse('2027-01-01T00:00:00.000Z')),
+    });
+    await runner.start();
+    await runner.stop();
+    const dstLines = logger.lines.filter((line) => line.msg?.startsWith('DST: '));
+    expect(dstLines.map((line) => [line.level, line.job])).toEqual([
+      ['info', 'shifted'],
+      ['warn', 'skipped'],
+    ]);
+    expect(dstLines[0]).toMatchObject({
+      timezone: 'Europe/Berlin',
+      dst: 'shift',
+      transitions: [
+        { date: '2027-03-28', kind: 'gap', localTimes: ['02:30'], runsAt: '2027-03-28T01:00:00.000Z' },
+        { date: '2027-10-31', kind: 'fold', localTimes: ['02:30'], runsAt: '2027-10-31T00:30:00.000Z' },
+      ],
+    });
+    expect(dstLines[0]!.msg).toBe(
+      "DST: on 2027-03-28 02:30 does not exist in Europe/Berlin (clocks spring forward): it runs once right after the gap, at 03:00 CEST (01:00 UTC) (dst: 'shift'); on 2027-10-31 02:30 occurs twice in Europe/Berlin: it runs once, at the first pass: 02:30 CEST (00:30 UTC)",
+    );
+    expect(dstLines[1]).toMatchObject({
+      dst: 'skip',
+      transitions: [{ date: '2027-03-28', kind: 'gap', runsAt: null }, { kind: 'fold' }],
+    });
+    expect(dstLines[1]!.msg).toContain("it does not run for it that day (dst: 'skip')");
+  });
+
   it('New York, November 7 (02:00 EDT falls back to 01:00 EST): the doubled 01:30 runs once, at 01:30 EDT; 02:30 as any day', async () => {
     const fires = await firesOver28Hours('America/New_York', '2027-11-07T04:00:00.000Z'); // 00:00 EDT
     expect(fires.early).toEqual(['2027-11-07T05:30:00.000Z', '2027-11-08T06:30:00.000Z']);
