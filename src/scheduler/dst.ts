@@ -56,9 +56,10 @@ const day = 86_400_000;
 export function zoneTransitions(timezone: string, from: number, to: number): ZoneTransition[] {
   if (isUtcName(timezone)) return [];
   const transitions: ZoneTransition[] = [];
-  let before = from;
+  // Whole seconds, so the search lands on the transition itself, not on a second's fraction after it.
+  let before = Math.floor(from / 1_000) * 1_000;
   let offsetBefore = offsetAt(before, timezone);
-  for (let after = from + day; before < to; after += day) {
+  for (let after = before + day; before < to; after += day) {
     const offsetAfter = offsetAt(after, timezone);
     if (offsetAfter !== offsetBefore) {
       let low = before;

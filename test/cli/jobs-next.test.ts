@@ -3,8 +3,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatSpan } from '../../src/cli/time-format.ts';
 import { nextRuns } from '../../src/cli/views/jobs.ts';
 import { JobSchedule, jitterOf } from '../../src/scheduler/occurrence.ts';
-import { freePort } from '../support/processes.ts';
-import { createProject, ensureCliBuilt, type Project, runCli, tsConfig } from './cli-support.ts';
+import { freePort, spawnProcess } from '../support/processes.ts';
+import { binary, createProject, ensureCliBuilt, type Project, runCli, tsConfig } from './cli-support.ts';
+import { jsonLines } from './run-process.ts';
 
 const libfaketime = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
 
@@ -292,6 +293,51 @@ describe('DST', () => {
         '2027-03-28T01:00:00.000Z',
         '2027-03-28T02:00:00.000Z',
       ]);
+    },
+  );
+
+  withFaketime(
+    'resil run logs at start, once per job, the transitions of the next 12 months that touch its fixed time',
+    async () => {
+      const run = spawnProcess(
+        'node',
+        [binary, 'run', '--job', 'nightly', '--job', 'nightly-skip', '--job', 'hourly', '--job', 'ny-early'],
+        {
+          cwd: project.directory,
+          env: {
+            ...process.env,
+            LD_PRELOAD: libfaketime,
+            FAKETIME: '@2027-01-01 00:00:00',
+            DONT_FAKE_MONOTONIC: '1',
+            TZ: 'UTC',
+            NO_COLOR: '1',
+          },
+          name: 'resil run',
+        },
+      );
+      try {
+        await run.waitForOutput(/"msg":"DST: .*ny-early|"job":"ny-early".*"msg":"DST: /, 15_000);
+      } finally {
+        await run.stop();
+      }
+      const dst = jsonLines(run.output()).filter((line) => String(line.msg).startsWith('DST: '));
+      expect(dst.map((line) => [line.job, line.level])).toEqual([
+        ['nightly', 30],
+        ['nightly-skip', 40],
+        ['ny-early', 30],
+      ]);
+      expect(dst[0]!.msg).toBe(
+        "DST: on 2027-03-28 02:30 does not exist in Europe/Berlin (clocks spring forward): it runs once right after the gap, at 03:00 CEST (01:00 UTC) (dst: 'shift'); on 2027-10-31 02:30 occurs twice in Europe/Berlin: it runs once, at the first pass: 02:30 CEST (00:30 UTC)",
+      );
+      expect(dst[1]!.msg).toContain(
+        "on 2027-03-28 02:30 does not exist in Europe/Berlin (clocks spring forward): it does not run for it that day (dst: 'skip')",
+      );
+      expect(dst[2]).toMatchObject({
+        timezone: 'America/New_York',
+        transitions: [
+          { date: '2027-11-07', kind: 'fold', localTimes: ['01:30'], runsAt: '2027-11-07T05:30:00.000Z' },
+        ],
+      });
     },
   );
 

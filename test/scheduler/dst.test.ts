@@ -128,6 +128,10 @@ describe('DST transitions', () => {
       '2027-03-14T07:00:00.000Z',
       '2027-11-07T06:00:00.000Z',
     ]);
+    // From any instant, not only a whole second.
+    expect(zoneTransitions('America/New_York', year[0] + 272, year[1])[0]!.at).toBe(
+      Date.parse('2027-03-14T07:00:00Z'),
+    );
     expect(zoneTransitions('UTC', ...year)).toEqual([]);
     expect(zoneTransitions('Asia/Tokyo', ...year)).toEqual([]);
   });
