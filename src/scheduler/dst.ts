@@ -88,20 +88,15 @@ function formatWall(wall: number): string {
   return text.endsWith(':00') ? text.slice(0, 5) : text;
 }
 
-/** The schedule's local times in `[startWall, endWall)` (local times written as UTC instants), at most 4. */
-function wallTimesBetween(wallClock: Cron, startWall: number, endWall: number): string[] {
-  const times: string[] = [];
-  let next = wallClock.nextRun(new Date(startWall - 1_000));
-  while (next !== null && next.getTime() < endWall && times.length < 4) {
-    times.push(formatWall(next.getTime()));
-    next = wallClock.nextRun(next);
-  }
-  return times;
-}
+/** How many local times a notice names. */
+const localTimesShown = 4;
 
 /**
  * What the job's fixed local time does on each DST transition of its zone in `[from, to)`; empty for
- * an interval schedule, a zone without transitions, or a time no transition touches.
+ * an interval schedule, a zone without transitions, or a time no transition touches. Told from the
+ * schedule's own instants, so a config of many schedules parses each once: croner moves a fixed
+ * time in a gap onto the transition (an instant whose local time the pattern does not name), and
+ * gives a fixed time that occurs twice its first pass only (an interval schedule gets both).
  */
 export function dstNoticesOf(
   job: Pick<ResolvedJob, 'schedule' | 'dst'> & { readonly timezone: string },
@@ -109,25 +104,35 @@ export function dstNoticesOf(
   to: number,
   transitions = zoneTransitions(job.timezone, from, to),
 ): DstNotice[] {
-  if (transitions.length === 0 || !isFixedTime(job.schedule)) return [];
-  // The pattern on a clock at UTC+0 lists which local times it names, whatever the zone.
-  const wallClock = new Cron(job.schedule, pausedCronOptions('UTC'));
-  const schedule = new JobSchedule(job);
+  if (transitions.length === 0) return [];
+  const shifting = new JobSchedule({ ...job, dst: 'shift' });
   const notices: DstNotice[] = [];
   for (const { at, offsetBeforeMs, offsetAfterMs } of transitions) {
-    const gap = offsetAfterMs > offsetBeforeMs;
-    // A gap skips the local times [old offset, new offset) past the transition; a fold repeats them.
-    const startWall = at + Math.min(offsetBeforeMs, offsetAfterMs);
-    const endWall = at + Math.max(offsetBeforeMs, offsetAfterMs);
-    const localTimes = wallTimesBetween(wallClock, startWall, endWall);
-    if (localTimes.length === 0) continue;
     const date = new Date(at + offsetAfterMs).toISOString().slice(0, 10);
-    let runsAt: number | undefined;
-    if (!gap) runsAt = schedule.nextAfter(at - (offsetBeforeMs - offsetAfterMs) - 1_000);
-    else if (schedule.dst === 'shift') runsAt = schedule.nextAfter(at - 1_000) === at ? at : undefined;
-    notices.push({ kind: gap ? 'gap' : 'fold', date, localTimes, runsAt });
+    if (offsetAfterMs > offsetBeforeMs) {
+      if (shifting.nextAfter(at - 1_000) !== at || !shifting.isShifted(at)) continue;
+      // Which local times the gap skips: the pattern's times on a clock at UTC+0, parsed only here.
+      const wallClock = new Cron(job.schedule, pausedCronOptions('UTC'));
+      const localTimes: string[] = [];
+      const endWall = at + offsetAfterMs;
+      let next = wallClock.nextRun(new Date(at + offsetBeforeMs - 1_000));
+      while (next !== null && next.getTime() < endWall && localTimes.length < localTimesShown) {
+        localTimes.push(formatWall(next.getTime()));
+        next = wallClock.nextRun(next);
+      }
+      wallClock.stop();
+      notices.push({ kind: 'gap', date, localTimes, runsAt: job.dst === 'skip' ? undefined : at });
+    } else {
+      const foldMs = offsetBeforeMs - offsetAfterMs;
+      const firstPasses = shifting.between(at - foldMs - 1, at, localTimesShown).instants;
+      if (firstPasses.length === 0) continue;
+      // An interval schedule also fires on the second pass: nothing to tell.
+      const secondPass = shifting.nextAfter(at - 1);
+      if (secondPass !== undefined && secondPass < at + foldMs) continue;
+      const localTimes = firstPasses.map((instant) => formatWall(instant + offsetBeforeMs));
+      notices.push({ kind: 'fold', date, localTimes, runsAt: firstPasses[0] });
+    }
   }
-  wallClock.stop();
   return notices;
 }
 
@@ -171,29 +176,34 @@ export interface JobDstNotices {
 
 /**
  * For each job whose fixed local time falls in a gap or a fold within `dstNoticeHorizonMs` after
- * `from`, what happens then; computed once per zone and per schedule, zone and policy.
+ * `from`, what happens then; computed once per zone, and once per schedule, zone and policy. Asked
+ * right after the job's next instant, it finds the schedule still parsed (see `parsedPatterns`).
  */
-export function jobDstNotices(jobs: readonly ResolvedJob[], from: number): JobDstNotices[] {
-  const to = from + dstNoticeHorizonMs;
-  const transitionsByZone = new Map<string, ZoneTransition[]>();
-  const noticesByKey = new Map<string, DstNotice[]>();
-  const found: JobDstNotices[] = [];
-  for (const job of jobs) {
+export class DstNoticeFinder {
+  readonly #from: number;
+  readonly #transitionsByZone = new Map<string, ZoneTransition[]>();
+  readonly #noticesByKey = new Map<string, DstNotice[]>();
+
+  constructor(from: number) {
+    this.#from = from;
+  }
+
+  of(job: Pick<ResolvedJob, 'name' | 'schedule' | 'timezone' | 'dst'>): JobDstNotices | undefined {
     const timezone = job.timezone ?? Intl.DateTimeFormat().resolvedOptions().timeZone;
-    let transitions = transitionsByZone.get(timezone);
+    const to = this.#from + dstNoticeHorizonMs;
+    let transitions = this.#transitionsByZone.get(timezone);
     if (transitions === undefined) {
-      transitions = zoneTransitions(timezone, from, to);
-      transitionsByZone.set(timezone, transitions);
+      transitions = zoneTransitions(timezone, this.#from, to);
+      this.#transitionsByZone.set(timezone, transitions);
     }
-    if (transitions.length === 0) continue;
+    if (transitions.length === 0) return undefined;
     const dst = job.dst ?? 'shift';
     const key = `${dst} ${timezone} ${job.schedule}`;
-    let notices = noticesByKey.get(key);
+    let notices = this.#noticesByKey.get(key);
     if (notices === undefined) {
-      notices = dstNoticesOf({ schedule: job.schedule, timezone, dst }, from, to, transitions);
-      noticesByKey.set(key, notices);
+      notices = dstNoticesOf({ schedule: job.schedule, timezone, dst }, this.#from, to, transitions);
+      this.#noticesByKey.set(key, notices);
     }
-    if (notices.length > 0) found.push({ job: job.name, timezone, dst, notices });
+    return notices.length === 0 ? undefined : { job: job.name, timezone, dst, notices };
   }
-  return found;
 }
