@@ -341,6 +341,14 @@ describe('DST', () => {
     },
   );
 
+  it('jobs next --help and run --help say what dst does', async () => {
+    const next = await runCli(['jobs', 'next', '--help']);
+    expect(next.stdout).toContain("dst: 'shift'");
+    expect(next.stdout).toContain("dst: 'skip'");
+    const run = await runCli(['run', '--help']);
+    expect(run.stdout).toMatch(/DST +a fixed local time in a spring-forward gap runs right after the gap/);
+  });
+
   withFaketime('jobs list shows the shifted instant as the next run, as jobs next does', async () => {
     const list = await runCli(['jobs', 'list', '--json'], {
       cwd: project.directory,
