@@ -91,6 +91,7 @@ export {
 } from './pipeline/time.ts';
 export { isShutdownError, ShutdownError } from './scheduler/errors.ts';
 export type {
+  DstPolicy,
   JobContext,
   JobDefinition,
   JobIsolation,

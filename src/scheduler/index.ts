@@ -29,6 +29,7 @@ export type {
 } from './events.ts';
 export type { FireResult, SchedulerLogger, SkipReason } from './fire.ts';
 export type {
+  DstPolicy,
   JobContext,
   JobDefinition,
   JobIsolation,

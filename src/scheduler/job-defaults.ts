@@ -19,6 +19,8 @@ export const configDefaults = {
   lockWait: lockDefaults.wait,
   /** Where a job's `run` runs: in the runner's process. */
   isolation: 'none',
+  /** A fixed local time inside a spring-forward gap runs at the first instant after the gap. */
+  dst: 'shift',
 } as const;
 
 /** The store of a config that names none: this process's memory, which no other instance shares. */

@@ -98,6 +98,17 @@ export interface JobDefinition {
    */
   isolation?: JobIsolation;
   /**
+   * What a fixed local time (`30 2 * * *`: second, minute and hour fields without `*` or a step)
+   * does on a day it does not exist, in the spring-forward gap: `'shift'` runs it once at the first
+   * instant after the gap (03:00 CEST for 02:30 in Europe/Berlin), `'skip'` does not run it that
+   * day. Either way a fixed time that occurs twice (fall back) runs once, at its first instant, and
+   * an interval schedule (`0 * * * *`) runs once per real instant. Defaults to `'shift'`.
+   *
+   * @example
+   * defineJob({ name: 'backup', schedule: '30 2 * * *', timezone: 'Europe/Berlin', dst: 'skip', run });
+   */
+  dst?: DstPolicy;
+  /**
    * The worker's limits for `isolation: 'worker'` (Node's `Worker` `resourceLimits`): a run that
    * needs more fails, the runner goes on. Defaults to Node's (the process's limits).
    */
@@ -112,6 +123,9 @@ export interface JobDefinition {
    */
   onSkip?: JobHook<SkippedEvent>;
 }
+
+/** What a fixed local time does on the day the spring-forward gap skips it: see `JobDefinition.dst`. */
+export type DstPolicy = 'shift' | 'skip';
 
 /** Where a job's `run` runs: in the runner's process, or in a worker thread of its own per run. */
 export type JobIsolation = 'none' | 'worker';
@@ -203,6 +217,8 @@ export interface ResolvedJob {
   readonly jitterMs?: number | undefined;
   /** Where `run` runs, the config's default applied (undefined reads as `'none'`). */
   readonly isolation?: JobIsolation | undefined;
+  /** The job's DST policy (undefined reads as `'shift'`). */
+  readonly dst?: DstPolicy | undefined;
   /** The worker's limits for `isolation: 'worker'`. */
   readonly resourceLimits?: JobResourceLimits | undefined;
   /** The job's hooks, the config's defaults applied. */

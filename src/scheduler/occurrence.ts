@@ -1,5 +1,5 @@
 import { Cron } from 'croner';
-import type { ResolvedJob } from './job.ts';
+import type { DstPolicy, ResolvedJob } from './job.ts';
 import { pausedCronOptions } from './timezone.ts';
 
 /**
@@ -73,40 +73,56 @@ function parsedPattern(schedule: string, timezone: string | undefined): Cron {
   return cron;
 }
 
-/**
- * A job's cron schedule as instants, computed by croner in the job's timezone. It only answers
- * questions about the schedule; firing is the runner's business. Jobs with the same schedule and
- * timezone can share one: it remembers its last answer, which they all ask for in turn.
- *
- * DST: a local time that does not exist (the spring-forward gap) has no occurrence: a
- * `30 2 * * *` job in Europe/Berlin does not run on 2026-03-29 (croner would move it to 03:00 CEST;
- * resil skips every instant whose local time the pattern does not match). A fixed-time schedule
- * runs once, at the first pass, on a time that occurs twice; an interval schedule (`0 * * * *`,
- * `*\/20 2 * * *`) runs on both passes of a repeated time: once per real instant.
- */
 /** How many moved instants in a row a search steps over (one per DST gap it meets). */
 const gapSteps = 8;
 
 /**
- * croner's next instant after `instant` whose local time the pattern really names: croner moves a
- * fixed time that falls in a DST gap to the first instant after it, which `match()` then rejects.
+ * croner's next instant after `instant`, without the instants croner moved out of a DST gap when
+ * `skipGaps` (croner moves a fixed time that falls in a gap to the first instant after it, which
+ * `match()` then rejects: its local time is not one the pattern names).
  */
-function realNext(cron: Cron, instant: number): number | undefined {
+function nextOf(cron: Cron, instant: number, skipGaps: boolean): number | undefined {
   let next = cron.nextRun(new Date(instant));
-  for (let step = 0; next !== null && !cron.match(next) && step < gapSteps; step++) next = cron.nextRun(next);
+  if (skipGaps) {
+    for (let step = 0; next !== null && !cron.match(next) && step < gapSteps; step++)
+      next = cron.nextRun(next);
+  }
   return next?.getTime() ?? undefined;
 }
 
+/**
+ * A job's cron schedule as instants, computed by croner in the job's timezone. It only answers
+ * questions about the schedule; firing is the runner's business. Jobs with the same schedule,
+ * timezone and DST policy can share one: it remembers its last answer, which they all ask for in turn.
+ *
+ * DST (the rule for a fixed local time is `fixedTimeRule` in timezone.ts): a fixed local time that
+ * does not exist (the spring-forward gap) runs at the first instant after the gap with
+ * `dst: 'shift'` (`30 2 * * *` in Europe/Berlin on 2027-03-28 runs at 03:00 CEST, 01:00 UTC), and
+ * not that day with `dst: 'skip'`. A fixed time that occurs twice runs once, at its first instant.
+ * An interval schedule (`0 * * * *`, `*\/20 2 * * *`) runs once per real instant: nothing for the
+ * local times in a gap, both passes of a repeated time. Every instance computes the same instants
+ * from the same schedule, zone and policy, so a shifted occurrence has one identity fleet-wide.
+ */
 export class JobSchedule {
   readonly schedule: string;
   readonly timezone: string | undefined;
+  readonly dst: DstPolicy;
   #askedAfter = Number.NaN;
   #nextAfter: number | undefined;
 
   /** The schedule is not parsed here: a resolved job's schedule was validated. */
-  constructor(job: Pick<ResolvedJob, 'schedule' | 'timezone'>) {
+  constructor(job: Pick<ResolvedJob, 'schedule' | 'timezone'> & { readonly dst?: DstPolicy | undefined }) {
     this.schedule = job.schedule;
     this.timezone = job.timezone;
+    this.dst = job.dst ?? 'shift';
+  }
+
+  /**
+   * True when `instant` is one of this schedule's instants that stands for a local time the
+   * spring-forward gap skipped (`dst: 'shift'`): 03:00 CEST for a `30 2 * * *` job in Berlin.
+   */
+  isShifted(instant: number): boolean {
+    return this.dst === 'shift' && !this.#cron().match(new Date(instant));
   }
 
   /**
@@ -117,6 +133,7 @@ export class JobSchedule {
     // previousRuns() excludes an instant equal to its reference, so look from 1 ms later.
     const cron = this.#cron();
     let [latest] = cron.previousRuns(1, new Date(instant + 1));
+    if (this.dst === 'shift') return latest?.getTime();
     for (let step = 0; latest !== undefined && !cron.match(latest) && step < gapSteps; step++) {
       [latest] = cron.previousRuns(1, latest);
     }
@@ -126,7 +143,7 @@ export class JobSchedule {
   /** The first instant strictly after `instant`. */
   nextAfter(instant: number): number | undefined {
     if (instant !== this.#askedAfter) {
-      this.#nextAfter = realNext(this.#cron(), instant);
+      this.#nextAfter = nextOf(this.#cron(), instant, this.dst === 'skip');
       this.#askedAfter = instant;
     }
     return this.#nextAfter;
@@ -139,9 +156,10 @@ export class JobSchedule {
   between(after: number, before: number, limit: number): { instants: number[]; more: boolean } {
     const instants: number[] = [];
     const cron = this.#cron();
+    const skipGaps = this.dst === 'skip';
     let cursor = after;
     for (;;) {
-      const next = realNext(cron, cursor);
+      const next = nextOf(cron, cursor, skipGaps);
       if (next === undefined || next >= before) return { instants, more: false };
       if (instants.length === limit) return { instants, more: true };
       instants.push(next);
@@ -155,14 +173,14 @@ export class JobSchedule {
 }
 
 /**
- * One {@link JobSchedule} per distinct schedule and timezone: 10,000 jobs often share a thousand
- * schedules, and the jobs of one schedule ask it the same questions.
+ * One {@link JobSchedule} per distinct schedule, timezone and DST policy: 10,000 jobs often share
+ * a thousand schedules, and the jobs of one schedule ask it the same questions.
  */
 export class JobSchedules {
   readonly #byKey = new Map<string, JobSchedule>();
 
-  of(job: Pick<ResolvedJob, 'schedule' | 'timezone'>): JobSchedule {
-    const key = `${job.timezone ?? ''} ${job.schedule}`;
+  of(job: Pick<ResolvedJob, 'schedule' | 'timezone' | 'dst'>): JobSchedule {
+    const key = `${job.dst ?? 'shift'} ${job.timezone ?? ''} ${job.schedule}`;
     let schedule = this.#byKey.get(key);
     if (schedule === undefined) {
       schedule = new JobSchedule(job);

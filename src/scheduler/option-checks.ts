@@ -2,8 +2,8 @@ import { parseDuration, parsePositiveDuration } from '../pipeline/duration.ts';
 import { isInvalidOptionError } from '../pipeline/errors.ts';
 import { got } from './config-error.ts';
 import { closestName } from './did-you-mean.ts';
-import type { JobIsolation, ResilConfig } from './job.ts';
-import { hookOptions, isolations } from './option-names.ts';
+import type { DstPolicy, JobIsolation, ResilConfig } from './job.ts';
+import { dstPolicies, hookOptions, isolations } from './option-names.ts';
 import { isValidTimezone } from './timezone.ts';
 
 /** Reports one problem with an option; the caller adds the file and the job. */
@@ -83,6 +83,19 @@ export function isolation(value: unknown, report: Report): JobIsolation | undefi
     option: 'isolation',
     value,
     message: `expected one of ${isolations.map((name) => `'${name}'`).join(', ')}${suggestion === undefined ? '' : ` (did you mean '${suggestion}'?)`}, ${got(value)}`,
+  });
+  return undefined;
+}
+
+/** The DST policy `value` names, or undefined after reporting a value that is not one. */
+export function dstPolicy(value: unknown, report: Report): DstPolicy | undefined {
+  if (value === undefined) return undefined;
+  if (dstPolicies.includes(value as DstPolicy)) return value as DstPolicy;
+  const suggestion = typeof value === 'string' ? closestName(value, dstPolicies) : undefined;
+  report({
+    option: 'dst',
+    value,
+    message: `expected one of ${dstPolicies.map((name) => `'${name}'`).join(', ')}${suggestion === undefined ? '' : ` (did you mean '${suggestion}'?)`}, ${got(value)}`,
   });
   return undefined;
 }

@@ -1,5 +1,6 @@
 import type { RetryStrategyOptions } from '../strategies/retry/options.ts';
 import type {
+  DstPolicy,
   JobDefinition,
   JobIsolation,
   JobLockOptions,
@@ -46,6 +47,7 @@ export const jobOptions = optionNames<JobDefinition>()([
   'overlap',
   'jitter',
   'isolation',
+  'dst',
   'resourceLimits',
   ...hookOptions,
 ]);
@@ -57,6 +59,7 @@ export const resourceLimitOptions = optionNames<JobResourceLimits>()([
   'stackSizeMb',
 ]);
 export const isolations: readonly JobIsolation[] = ['none', 'worker'];
+export const dstPolicies: readonly DstPolicy[] = ['shift', 'skip'];
 export const retryOptions = optionNames<RetryStrategyOptions>()([
   'maxRetryAttempts',
   'delay',

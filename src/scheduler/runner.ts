@@ -2,6 +2,7 @@ import { hasInstanceRegistry, hasRunLedger } from '../ledger/contract.ts';
 import { systemTimeProvider, type TimeProvider, type TimerHandle, withDeadline } from '../pipeline/time.ts';
 import { ClaimSlots, claimSlotsPerRunner } from './claim-slots.ts';
 import { describeError } from './credentials.ts';
+import { DstNoticeFinder, describeDstNotice, type JobDstNotices } from './dst.ts';
 import { ShutdownError, UnknownJobError } from './errors.ts';
 import { logSchedulerEvents } from './event-log.ts';
 import { SchedulerEvents, type SchedulerListener } from './events.ts';
@@ -211,10 +212,14 @@ export class JobRunner {
         'no enabled job in the config: nothing to schedule (enable one, or name it with --job)',
       );
     }
+    const dstNotices = new DstNoticeFinder(startedAt);
+    const touchedByDst: JobDstNotices[] = [];
     for (const scheduled of this.#jobs) {
       // Occurrences before the start are not this instance's to fire (catch-up decides those).
       scheduled.handledThrough = startedAt;
       const next = scheduled.schedule.nextAfter(startedAt);
+      const notices = dstNotices.of(scheduled.job);
+      if (notices !== undefined) touchedByDst.push(notices);
       if (next === undefined) {
         this.#logger.warn(
           { job: scheduled.job.name, schedule: scheduled.job.schedule },
@@ -227,6 +232,7 @@ export class JobRunner {
     }
     this.#queue.start();
     this.#logStarted(store);
+    this.#logDstNotices(touchedByDst);
     if (hasInstanceRegistry(store)) {
       this.#heartbeat = startInstanceHeartbeat(store, {
         time: this.#time,
@@ -329,6 +335,27 @@ export class JobRunner {
       () => false,
       this.#time,
     );
+  }
+
+  /** One line per job whose fixed local time a DST transition of the next 12 months touches. */
+  #logDstNotices(touched: readonly JobDstNotices[]): void {
+    for (const { job, timezone, dst, notices } of touched) {
+      const skips = notices.some((notice) => notice.kind === 'gap' && notice.runsAt === undefined);
+      const fields = {
+        job,
+        timezone,
+        dst,
+        transitions: notices.map((notice) => ({
+          date: notice.date,
+          kind: notice.kind,
+          localTimes: notice.localTimes,
+          runsAt: notice.runsAt === undefined ? null : new Date(notice.runsAt).toISOString(),
+        })),
+      };
+      const message = `DST: ${notices.map((notice) => describeDstNotice(notice, timezone, dst)).join('; ')}`;
+      if (skips) this.#logger.warn(fields, message);
+      else this.#logger.info(fields, message);
+    }
   }
 
   #logStarted(store: object): void {

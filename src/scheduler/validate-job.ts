@@ -19,6 +19,7 @@ import type {
 import { configDefaults } from './job-defaults.ts';
 import {
   checkUnknownOptions,
+  dstPolicy,
   duration,
   hooks,
   isolation,
@@ -309,6 +310,7 @@ export function resolveJob(
       message: `limits a worker thread: they apply with isolation: 'worker' only (this job's isolation is '${jobIsolation}')`,
     });
   }
+  const dst = dstPolicy(job.dst, problem) ?? configDefaults.dst;
   const jobHooks = hooks(job, problem);
   const jobTelemetry = valid ? pipelineListenerOf(telemetryConfig, job.name!, problem) : undefined;
 
@@ -327,6 +329,7 @@ export function resolveJob(
     overlap,
     jitterMs,
     isolation: jobIsolation,
+    dst,
     resourceLimits: limits,
     onSuccess: jobHooks.onSuccess ?? defaultHooks.onSuccess,
     onFailure: jobHooks.onFailure ?? defaultHooks.onFailure,

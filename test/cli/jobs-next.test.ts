@@ -3,8 +3,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatSpan } from '../../src/cli/time-format.ts';
 import { nextRuns } from '../../src/cli/views/jobs.ts';
 import { JobSchedule, jitterOf } from '../../src/scheduler/occurrence.ts';
-import { freePort } from '../support/processes.ts';
-import { createProject, ensureCliBuilt, type Project, runCli, tsConfig } from './cli-support.ts';
+import { freePort, spawnProcess } from '../support/processes.ts';
+import { binary, createProject, ensureCliBuilt, type Project, runCli, tsConfig } from './cli-support.ts';
+import { jsonLines } from './run-process.ts';
 
 const libfaketime = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
 
@@ -15,6 +16,12 @@ const jobs = `[
   { name: 'off', schedule: '0 3 * * *', enabled: false, run: async () => {} },
   { name: 'never', schedule: '0 0 30 2 *', run: async () => {} },
   { name: 'spread', schedule: '0 * * * *', jitter: '10m', startingDeadline: '15m', run: async () => {} },
+  { name: 'nightly-skip', schedule: '30 2 * * *', timezone: 'Europe/Berlin', dst: 'skip', run: async () => {} },
+  { name: 'ny-nightly', schedule: '30 2 * * *', timezone: 'America/New_York', run: async () => {} },
+  { name: 'ny-nightly-skip', schedule: '30 2 * * *', timezone: 'America/New_York', dst: 'skip', run: async () => {} },
+  { name: 'ny-early', schedule: '30 1 * * *', timezone: 'America/New_York', run: async () => {} },
+  { name: 'ny-early-skip', schedule: '30 1 * * *', timezone: 'America/New_York', dst: 'skip', run: async () => {} },
+  { name: 'hourly', schedule: '0 * * * *', timezone: 'Europe/Berlin', run: async () => {} },
 ]`;
 
 let project: Project;
@@ -84,10 +91,10 @@ describe('--json', () => {
     const beat = new JobSchedule({ schedule: '*/10 * * * * *', timezone: 'UTC' });
     expect(await expectScheduleAfterNow(['beat', '-n', '3', '--json'], beat, 3)).toHaveLength(3);
     expect(await expectScheduleAfterNow(['beat', '--count', '7', '--json'], beat, 7)).toHaveLength(7);
-    const nightly = new JobSchedule({ schedule: '30 2 * * *', timezone: 'Europe/Berlin' });
-    const many = await expectScheduleAfterNow(['nightly', '-n', '1000', '--json'], nightly, 1000);
+    const nightly = new JobSchedule({ schedule: '30 2 * * *', timezone: 'Europe/Berlin', dst: 'skip' });
+    const many = await expectScheduleAfterNow(['nightly-skip', '-n', '1000', '--json'], nightly, 1000);
     expect(many).toHaveLength(1000);
-    // Nearly three years of 02:30 in Berlin: one a day, except on each spring-forward day.
+    // Nearly three years of 02:30 in Berlin (dst: 'skip'): one a day, except on each spring-forward day.
     const local = new Intl.DateTimeFormat('en-GB', {
       timeZone: 'Europe/Berlin',
       hour: '2-digit',
@@ -166,10 +173,16 @@ describe('the table', () => {
 });
 
 describe('DST', () => {
-  it('nextRuns: no 02:30 on the spring-forward day, one instant per real pass on the fall-back day', () => {
-    const iso = (instants: number[]) => instants.map((at) => new Date(at).toISOString());
+  const iso = (instants: number[]) => instants.map((at) => new Date(at).toISOString());
+
+  it("nextRuns: 02:30 runs at 03:00 CEST on the spring-forward day with dst: 'shift' (the default), not at all with 'skip'", () => {
     const nightly = { schedule: '30 2 * * *', timezone: 'Europe/Berlin' };
     expect(iso(nextRuns(nightly, Date.parse('2026-03-28T00:00:00Z'), 3))).toEqual([
+      '2026-03-28T01:30:00.000Z',
+      '2026-03-29T01:00:00.000Z',
+      '2026-03-30T00:30:00.000Z',
+    ]);
+    expect(iso(nextRuns({ ...nightly, dst: 'skip' }, Date.parse('2026-03-28T00:00:00Z'), 3))).toEqual([
       '2026-03-28T01:30:00.000Z',
       '2026-03-30T00:30:00.000Z',
       '2026-03-31T00:30:00.000Z',
@@ -183,47 +196,172 @@ describe('DST', () => {
     ]);
   });
 
-  it.skipIf(!existsSync(libfaketime))(
-    'the binary from 2026-03-28 (libfaketime): no entry on 2026-03-29, the zone name changes',
-    async () => {
-      const json = await nextAt('2026-03-28 00:00:00', ['nightly', '-n', '3', '--json']);
-      expect(json.code, json.stderr).toBe(0);
-      expect(JSON.parse(json.stdout)).toEqual([
-        '2026-03-28T01:30:00.000Z',
-        '2026-03-30T00:30:00.000Z',
-        '2026-03-31T00:30:00.000Z',
-      ]);
-      const text = await nextAt('2026-03-28 00:00:00', ['nightly', '-n', '3']);
-      expect(text.code, text.stderr).toBe(0);
-      const rows = text.stdout.trimEnd().split('\n').slice(1);
-      expect(rows.map((row) => row.slice(0, 25))).toEqual([
-        '2026-03-28 02:30:00 GMT+1',
-        '2026-03-30 02:30:00 GMT+2',
-        '2026-03-31 02:30:00 GMT+2',
-      ]);
-      expect(text.stdout).not.toContain('2026-03-29');
+  const withFaketime = it.skipIf(!existsSync(libfaketime));
+
+  /** The table's rows, split into cells. */
+  const rowsOf = (stdout: string) =>
+    stdout
+      .trimEnd()
+      .split('\n')
+      .slice(1)
+      .map((row) => row.split(/ {2,}/));
+
+  // The 2027 transitions: Berlin 2027-03-28 (02:00 CET -> 03:00 CEST) and 2027-10-31 (03:00 CEST ->
+  // 02:00 CET); New York 2027-03-14 (02:00 EST -> 03:00 EDT) and 2027-11-07 (02:00 EDT -> 01:00 EST).
+  withFaketime.each([
+    {
+      day: 'Berlin, spring forward',
+      now: '2027-03-27 12:00:00',
+      jobs: ['nightly', 'nightly-skip'],
+      shift: ['2027-03-28T01:00:00.000Z', '2027-03-29T00:30:00.000Z'],
+      skip: ['2027-03-29T00:30:00.000Z', '2027-03-30T00:30:00.000Z'],
+    },
+    {
+      day: 'Berlin, fall back',
+      now: '2027-10-30 12:00:00',
+      jobs: ['nightly', 'nightly-skip'],
+      shift: ['2027-10-31T00:30:00.000Z', '2027-11-01T01:30:00.000Z'],
+      skip: ['2027-10-31T00:30:00.000Z', '2027-11-01T01:30:00.000Z'],
+    },
+    {
+      day: 'New York, spring forward',
+      now: '2027-03-13 12:00:00',
+      jobs: ['ny-nightly', 'ny-nightly-skip'],
+      shift: ['2027-03-14T07:00:00.000Z', '2027-03-15T06:30:00.000Z'],
+      skip: ['2027-03-15T06:30:00.000Z', '2027-03-16T06:30:00.000Z'],
+    },
+    {
+      day: 'New York, fall back (01:30 twice)',
+      now: '2027-11-06 12:00:00',
+      jobs: ['ny-early', 'ny-early-skip'],
+      shift: ['2027-11-07T05:30:00.000Z', '2027-11-08T06:30:00.000Z'],
+      skip: ['2027-11-07T05:30:00.000Z', '2027-11-08T06:30:00.000Z'],
+    },
+  ])(
+    'the binary on the 2027 $day day (libfaketime): --json with both policies',
+    async ({ now, jobs: [shifting, skipping], shift, skip }) => {
+      const shifted = await nextAt(now, [shifting!, '-n', '2', '--json']);
+      expect(shifted.code, shifted.stderr).toBe(0);
+      expect(JSON.parse(shifted.stdout)).toEqual(shift);
+      const skipped = await nextAt(now, [skipping!, '-n', '2', '--json']);
+      expect(skipped.code, skipped.stderr).toBe(0);
+      expect(JSON.parse(skipped.stdout)).toEqual(skip);
     },
   );
 
-  it.skipIf(!existsSync(libfaketime))(
-    'the binary on the fall-back night: 02:00 and 02:30 twice, told apart by the zone name',
+  withFaketime(
+    'the table marks the shifted instant in a DST column; with dst: skip the day has no row',
     async () => {
-      const text = await nextAt('2026-10-24 23:00:00', ['fall-back', '-n', '4']);
+      const text = await nextAt('2027-03-27 12:00:00', ['nightly', '-n', '3']);
       expect(text.code, text.stderr).toBe(0);
-      expect(
-        text.stdout
-          .trimEnd()
-          .split('\n')
-          .slice(1)
-          .map((row) => row.split(/ {2,}/).slice(0, 2)),
-      ).toEqual([
-        ['2026-10-25 02:00:00 GMT+2', '2026-10-25T00:00:00.000Z'],
-        ['2026-10-25 02:30:00 GMT+2', '2026-10-25T00:30:00.000Z'],
-        ['2026-10-25 02:00:00 GMT+1', '2026-10-25T01:00:00.000Z'],
-        ['2026-10-25 02:30:00 GMT+1', '2026-10-25T01:30:00.000Z'],
+      const [header] = text.stdout.split('\n');
+      expect(header).toMatch(/^NEXT RUN \(Europe\/Berlin\)\s+UTC\s+IN\s+DST$/);
+      expect(rowsOf(text.stdout).map((cells) => [cells[0], cells[1], cells[3]])).toEqual([
+        ['2027-03-28 03:00:00 GMT+2', '2027-03-28T01:00:00.000Z', 'shifted: its local time is in the gap'],
+        ['2027-03-29 02:30:00 GMT+2', '2027-03-29T00:30:00.000Z', undefined],
+        ['2027-03-30 02:30:00 GMT+2', '2027-03-30T00:30:00.000Z', undefined],
+      ]);
+      const newYork = await nextAt('2027-03-13 12:00:00', ['ny-nightly', '-n', '1']);
+      expect(rowsOf(newYork.stdout)).toEqual([
+        [
+          '2027-03-14 03:00:00 EDT',
+          '2027-03-14T07:00:00.000Z',
+          expect.stringMatching(/^in /),
+          'shifted: its local time is in the gap',
+        ],
+      ]);
+      const skipped = await nextAt('2027-03-27 12:00:00', ['nightly-skip', '-n', '2']);
+      expect(skipped.stdout.split('\n')[0]).toMatch(/\sIN$/);
+      expect(skipped.stdout).not.toContain('2027-03-28');
+    },
+  );
+
+  withFaketime(
+    'the binary on the fall-back night: an interval schedule runs 02:00 and 02:30 twice, told apart by the zone name',
+    async () => {
+      const text = await nextAt('2027-10-30 23:00:00', ['fall-back', '-n', '4']);
+      expect(text.code, text.stderr).toBe(0);
+      expect(rowsOf(text.stdout).map((cells) => cells.slice(0, 2))).toEqual([
+        ['2027-10-31 02:00:00 GMT+2', '2027-10-31T00:00:00.000Z'],
+        ['2027-10-31 02:30:00 GMT+2', '2027-10-31T00:30:00.000Z'],
+        ['2027-10-31 02:00:00 GMT+1', '2027-10-31T01:00:00.000Z'],
+        ['2027-10-31 02:30:00 GMT+1', '2027-10-31T01:30:00.000Z'],
+      ]);
+      const hourly = await nextAt('2027-03-27 23:30:00', ['hourly', '-n', '3', '--json']);
+      expect(JSON.parse(hourly.stdout)).toEqual([
+        '2027-03-28T00:00:00.000Z',
+        '2027-03-28T01:00:00.000Z',
+        '2027-03-28T02:00:00.000Z',
       ]);
     },
   );
+
+  withFaketime(
+    'resil run logs at start, once per job, the transitions of the next 12 months that touch its fixed time',
+    async () => {
+      const run = spawnProcess(
+        'node',
+        [binary, 'run', '--job', 'nightly', '--job', 'nightly-skip', '--job', 'hourly', '--job', 'ny-early'],
+        {
+          cwd: project.directory,
+          env: {
+            ...process.env,
+            LD_PRELOAD: libfaketime,
+            FAKETIME: '@2027-01-01 00:00:00',
+            DONT_FAKE_MONOTONIC: '1',
+            TZ: 'UTC',
+            NO_COLOR: '1',
+          },
+          name: 'resil run',
+        },
+      );
+      try {
+        await run.waitForOutput(/"msg":"DST: .*ny-early|"job":"ny-early".*"msg":"DST: /, 15_000);
+      } finally {
+        await run.stop();
+      }
+      const dst = jsonLines(run.output()).filter((line) => String(line.msg).startsWith('DST: '));
+      expect(dst.map((line) => [line.job, line.level])).toEqual([
+        ['nightly', 30],
+        ['nightly-skip', 40],
+        ['ny-early', 30],
+      ]);
+      expect(dst[0]!.msg).toBe(
+        "DST: on 2027-03-28 02:30 does not exist in Europe/Berlin (clocks spring forward): it runs once right after the gap, at 03:00 CEST (01:00 UTC) (dst: 'shift'); on 2027-10-31 02:30 occurs twice in Europe/Berlin: it runs once, at the first pass: 02:30 CEST (00:30 UTC)",
+      );
+      expect(dst[1]!.msg).toContain(
+        "on 2027-03-28 02:30 does not exist in Europe/Berlin (clocks spring forward): it does not run for it that day (dst: 'skip')",
+      );
+      expect(dst[2]).toMatchObject({
+        timezone: 'America/New_York',
+        transitions: [
+          { date: '2027-11-07', kind: 'fold', localTimes: ['01:30'], runsAt: '2027-11-07T05:30:00.000Z' },
+        ],
+      });
+    },
+  );
+
+  it('jobs next --help and run --help say what dst does', async () => {
+    const next = await runCli(['jobs', 'next', '--help']);
+    expect(next.stdout).toContain("dst: 'shift'");
+    expect(next.stdout).toContain("dst: 'skip'");
+    const run = await runCli(['run', '--help']);
+    expect(run.stdout).toMatch(/DST +a fixed local time in a spring-forward gap runs right after the gap/);
+  });
+
+  withFaketime('jobs list shows the shifted instant as the next run, as jobs next does', async () => {
+    const list = await runCli(['jobs', 'list', '--json'], {
+      cwd: project.directory,
+      env: { LD_PRELOAD: libfaketime, FAKETIME: '@2027-03-27 12:00:00', DONT_FAKE_MONOTONIC: '1', TZ: 'UTC' },
+    });
+    expect(list.code, list.stderr).toBe(0);
+    const nextRun = (name: string) =>
+      (JSON.parse(list.stdout) as Array<{ name: string; nextRun: string }>).find(
+        (entry) => entry.name === name,
+      )?.nextRun;
+    expect(nextRun('nightly')).toBe('2027-03-28T01:00:00.000Z');
+    expect(nextRun('nightly-skip')).toBe('2027-03-29T00:30:00.000Z');
+  });
 });
 
 describe('exit code 2', () => {
@@ -232,7 +370,7 @@ describe('exit code 2', () => {
     expect(result.code).toBe(2);
     expect(result.stdout).toBe('');
     expect(result.stderr).toBe(
-      `error: unknown job "nigthly"; jobs in this config: nightly, fall-back, beat, off, never, spread (did you mean "nightly"?)\n  config: ${project.path('resil.config.ts')}\n`,
+      `error: unknown job "nigthly"; jobs in this config: nightly, fall-back, beat, off, never, spread, nightly-skip, ny-nightly, ny-nightly-skip, ny-early, ny-early-skip, hourly (did you mean "nightly"?)\n  config: ${project.path('resil.config.ts')}\n`,
     );
   });
 

@@ -37,6 +37,7 @@ describe('config defaults', () => {
       lockTtl: 30_000,
       lockWait: 0,
       isolation: 'none',
+      dst: 'shift',
     });
   });
 
@@ -74,6 +75,7 @@ describe('config defaults', () => {
         startingDeadlineMs: 60_000,
         overlap: 'skip',
         isolation: 'none',
+        dst: 'shift',
       },
     ]);
   });
@@ -323,7 +325,7 @@ describe('validation', () => {
       }),
     ).toEqual([
       `${file}: option "onFailure": expected a function (event) => ..., got "mail me"`,
-      `${file}: job "a": option "onSucess": unknown option (did you mean "onSuccess"?); known options: name, schedule, run, timezone, lock, timeout, retry, enabled, catchUp, startingDeadline, overlap, jitter, isolation, resourceLimits, onSuccess, onFailure, onSkip`,
+      `${file}: job "a": option "onSucess": unknown option (did you mean "onSuccess"?); known options: name, schedule, run, timezone, lock, timeout, retry, enabled, catchUp, startingDeadline, overlap, jitter, isolation, dst, resourceLimits, onSuccess, onFailure, onSkip`,
       `${file}: job "a": option "onSkip": expected a function (event) => ..., got {}`,
     ]);
   });

@@ -576,10 +576,19 @@ describe.skipIf(!redisUrl)('resil dashboard on Redis: the API', () => {
     const answer = await call(dashboard.url, '/api/jobs/report');
     expect(answer.status).toBe(200);
     const detail = answer.json();
-    expect(Object.keys(detail)).toEqual(['now', 'actions', 'store', 'job', 'history', 'nextRuns']);
+    expect(Object.keys(detail)).toEqual([
+      'now',
+      'actions',
+      'store',
+      'job',
+      'history',
+      'nextRuns',
+      'shiftedRuns',
+    ]);
     expect(detail.job.name).toBe('report');
     expect(detail.history).toEqual([]);
     expect(detail.nextRuns).toHaveLength(10);
+    expect(detail.shiftedRuns).toEqual([]);
     const instants = detail.nextRuns.map((iso: string) => Date.parse(iso));
     for (let index = 1; index < instants.length; index++)
       expect(instants[index] - instants[index - 1]).toBeGreaterThanOrEqual(23 * 3_600_000);

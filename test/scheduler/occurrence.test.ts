@@ -42,9 +42,9 @@ describe('occurrences', () => {
     });
   });
 
-  it('on DST days: a local time in the gap has no occurrence; a doubled time runs once, an interval on both passes', () => {
+  it("on DST days with dst: 'skip': a local time in the gap has no occurrence; a doubled time runs once, an interval on both passes", () => {
     const instants = (schedule: string, from: string, count: number) => {
-      const jobSchedule = new JobSchedule({ schedule, timezone: 'Europe/Berlin' });
+      const jobSchedule = new JobSchedule({ schedule, timezone: 'Europe/Berlin', dst: 'skip' });
       const found: string[] = [];
       let cursor = at(from);
       for (let i = 0; i < count; i++) {
@@ -59,7 +59,7 @@ describe('occurrences', () => {
       '2026-03-30T00:30:00.000Z', // no 02:30 on the 29th
       '2026-03-31T00:30:00.000Z',
     ]);
-    const schedule = new JobSchedule({ schedule: '30 2 * * *', timezone: 'Europe/Berlin' });
+    const schedule = new JobSchedule({ schedule: '30 2 * * *', timezone: 'Europe/Berlin', dst: 'skip' });
     // A fire on the 29th belongs to the 28th's occurrence, which it must not run again.
     expect(new Date(schedule.latestAtOrBefore(at('2026-03-29T05:00:00Z'))!).toISOString()).toBe(
       '2026-03-28T01:30:00.000Z',
@@ -81,6 +81,37 @@ describe('occurrences', () => {
       '2026-10-25T01:30:00.000Z',
       '2026-10-26T01:00:00.000Z',
     ]);
+  });
+
+  it("on DST days with dst: 'shift' (the default): a fixed time in the gap runs at the first instant after it, once", () => {
+    const iso = (instants: number[]) => instants.map((instant) => new Date(instant).toISOString());
+    const nightly = new JobSchedule({ schedule: '30 2 * * *', timezone: 'Europe/Berlin' });
+    expect(nightly.dst).toBe('shift');
+    // March 29, 2026: 02:30 does not exist; it runs at 03:00 CEST, 01:00 UTC.
+    expect(iso(nightly.between(at('2026-03-28T00:00:00Z'), Number.POSITIVE_INFINITY, 3).instants)).toEqual([
+      '2026-03-28T01:30:00.000Z',
+      '2026-03-29T01:00:00.000Z',
+      '2026-03-30T00:30:00.000Z',
+    ]);
+    expect(nightly.isShifted(at('2026-03-29T01:00:00Z'))).toBe(true);
+    expect(nightly.isShifted(at('2026-03-30T00:30:00Z'))).toBe(false);
+    // A late fire on the 29th belongs to the shifted occurrence, which every instance names alike.
+    expect(nightly.latestAtOrBefore(at('2026-03-29T05:00:00Z'))).toBe(at('2026-03-29T01:00:00Z'));
+    expect(nightly.latestAtOrBefore(at('2026-03-29T00:59:59Z'))).toBe(at('2026-03-28T01:30:00Z'));
+    // A list of hours is a fixed time too: 02:00 moves onto 03:00 CEST; 01:00 runs as always.
+    const twice = new JobSchedule({ schedule: '0 1,2 * * *', timezone: 'Europe/Berlin' });
+    expect(iso(twice.between(at('2026-03-28T23:30:00Z'), at('2026-03-29T12:00:00Z'), 5).instants)).toEqual([
+      '2026-03-29T00:00:00.000Z',
+      '2026-03-29T01:00:00.000Z',
+    ]);
+    // ... and on the fall-back night its 02:00 runs once, at the first pass (CEST).
+    expect(iso(twice.between(at('2026-10-24T22:30:00Z'), at('2026-10-25T12:00:00Z'), 5).instants)).toEqual([
+      '2026-10-24T23:00:00.000Z',
+      '2026-10-25T00:00:00.000Z',
+    ]);
+    // An interval schedule has nothing to shift: no 02:xx on the 29th.
+    const halfHourly = new JobSchedule({ schedule: '*/30 2 * * *', timezone: 'Europe/Berlin' });
+    expect(halfHourly.nextAfter(at('2026-03-28T01:30:00Z'))).toBe(at('2026-03-30T00:00:00Z'));
   });
 
   it('answers as a freshly parsed croner pattern, however many schedules take turns (only a few stay parsed)', () => {

@@ -432,41 +432,89 @@ describe('JobRunner: one timer', () => {
   });
 });
 
-describe('JobRunner: DST (Europe/Berlin, 2026)', () => {
-  const berlin = (probe: JobProbe) => [
-    resolvedJob({ name: 'nightly', schedule: '30 2 * * *', timezone: 'Europe/Berlin', run: probe.run }),
-    resolvedJob({ name: 'hourly', schedule: '0 * * * *', timezone: 'Europe/Berlin', run: probe.run }),
+describe('JobRunner: DST (2027, both policies)', () => {
+  const jobsIn = (timezone: string) => (probe: JobProbe) => [
+    resolvedJob({ name: 'shifted', schedule: '30 2 * * *', timezone, run: probe.run }),
+    resolvedJob({ name: 'skipped', schedule: '30 2 * * *', timezone, dst: 'skip', run: probe.run }),
+    resolvedJob({ name: 'early', schedule: '30 1 * * *', timezone, run: probe.run }),
+    resolvedJob({ name: 'hourly', schedule: '0 * * * *', timezone, run: probe.run }),
   ];
 
   /** Each job's fires over the 28 hours after `from` (00:00 local on the day of the change). */
-  async function firesOver28Hours(from: string) {
-    const { time, probe, runner } = setup(berlin, { time: new FakeTimeProvider(Date.parse(from) + 300) });
+  async function firesOver28Hours(timezone: string, from: string) {
+    const { time, probe, runner } = setup(jobsIn(timezone), {
+      time: new FakeTimeProvider(Date.parse(from) + 300),
+    });
     await runner.start();
     await time.advance(28 * 3_600_000);
     await runner.stop();
     const of = (job: string) =>
       probe.calls.filter((call) => call.ctx.job === job).map((call) => call.ctx.scheduledAt.toISOString());
-    return { nightly: of('nightly'), hourly: of('hourly') };
+    return { shifted: of('shifted'), skipped: of('skipped'), early: of('early'), hourly: of('hourly') };
   }
   const hoursFrom = (from: string, count: number) =>
     Array.from({ length: count }, (_, i) => new Date(Date.parse(from) + (i + 1) * 3_600_000).toISOString());
 
-  it('March 29 (02:00 CET jumps to 03:00 CEST): 02:30 does not exist, so the 02:30 job does not run that day; the hourly job runs once per real hour', async () => {
-    const { nightly, hourly } = await firesOver28Hours('2026-03-28T23:00:00.000Z'); // 00:00 CET
-    expect(nightly).toEqual([
-      '2026-03-30T00:30:00.000Z', // 02:30 CEST on the 30th: the 29th has no 02:30
-    ]);
+  it("Berlin, March 28 (02:00 CET jumps to 03:00 CEST): 02:30 runs at 03:00 CEST with 'shift', not that day with 'skip'; the hourly job once per real hour", async () => {
+    const fires = await firesOver28Hours('Europe/Berlin', '2027-03-27T23:00:00.000Z'); // 00:00 CET
+    expect(fires.shifted).toEqual(['2027-03-28T01:00:00.000Z', '2027-03-29T00:30:00.000Z']);
+    expect(fires.skipped).toEqual(['2027-03-29T00:30:00.000Z']);
+    expect(fires.early).toEqual(['2027-03-28T00:30:00.000Z', '2027-03-28T23:30:00.000Z']);
     // 01:00 CET, then 03:00 CEST (01:00 UTC): no local 02:00, no real hour without its fire.
-    expect(hourly).toEqual(hoursFrom('2026-03-28T23:00:00.000Z', 28));
+    expect(fires.hourly).toEqual(hoursFrom('2027-03-27T23:00:00.000Z', 28));
   });
 
-  it('October 25 (03:00 CEST falls back to 02:00 CET): the doubled 02:30 runs once, the hourly job once per real hour', async () => {
-    const { nightly, hourly } = await firesOver28Hours('2026-10-24T22:00:00.000Z'); // 00:00 CEST
-    expect(nightly).toEqual([
-      '2026-10-25T00:30:00.000Z', // 02:30 CEST, the first pass; not again at 02:30 CET (01:30 UTC)
-      '2026-10-26T01:30:00.000Z', // 02:30 CET
+  it('Berlin, October 31 (03:00 CEST falls back to 02:00 CET): the doubled 02:30 runs once, at its first pass, with either policy; the hourly job once per real hour', async () => {
+    const fires = await firesOver28Hours('Europe/Berlin', '2027-10-30T22:00:00.000Z'); // 00:00 CEST
+    // 02:30 CEST, the first pass; not again at 02:30 CET (01:30 UTC). Then 02:30 CET on Nov 1.
+    for (const job of [fires.shifted, fires.skipped]) {
+      expect(job).toEqual(['2027-10-31T00:30:00.000Z', '2027-11-01T01:30:00.000Z']);
+    }
+    expect(fires.hourly).toEqual(hoursFrom('2027-10-30T22:00:00.000Z', 28));
+  });
+
+  it("New York, March 14 (02:00 EST jumps to 03:00 EDT): 02:30 runs at 03:00 EDT with 'shift', not that day with 'skip'", async () => {
+    const fires = await firesOver28Hours('America/New_York', '2027-03-14T05:00:00.000Z'); // 00:00 EST
+    expect(fires.shifted).toEqual(['2027-03-14T07:00:00.000Z', '2027-03-15T06:30:00.000Z']);
+    expect(fires.skipped).toEqual(['2027-03-15T06:30:00.000Z']);
+    expect(fires.hourly).toEqual(hoursFrom('2027-03-14T05:00:00.000Z', 28));
+  });
+
+  it('logs at start, once per job, each DST transition of the next 12 months that touches its fixed time, and what will happen', async () => {
+    const { logger, runner } = setup(jobsIn('Europe/Berlin'), {
+      time: new FakeTimeProvider(Date.parse('2027-01-01T00:00:00.000Z')),
+    });
+    await runner.start();
+    await runner.stop();
+    const dstLines = logger.lines.filter((line) => line.msg?.startsWith('DST: '));
+    expect(dstLines.map((line) => [line.level, line.job])).toEqual([
+      ['info', 'shifted'],
+      ['warn', 'skipped'],
     ]);
-    // 02:00 CEST (00:00 UTC) and 02:00 CET (01:00 UTC) both fire: two real instants.
-    expect(hourly).toEqual(hoursFrom('2026-10-24T22:00:00.000Z', 28));
+    expect(dstLines[0]).toMatchObject({
+      timezone: 'Europe/Berlin',
+      dst: 'shift',
+      transitions: [
+        { date: '2027-03-28', kind: 'gap', localTimes: ['02:30'], runsAt: '2027-03-28T01:00:00.000Z' },
+        { date: '2027-10-31', kind: 'fold', localTimes: ['02:30'], runsAt: '2027-10-31T00:30:00.000Z' },
+      ],
+    });
+    expect(dstLines[0]!.msg).toBe(
+      "DST: on 2027-03-28 02:30 does not exist in Europe/Berlin (clocks spring forward): it runs once right after the gap, at 03:00 CEST (01:00 UTC) (dst: 'shift'); on 2027-10-31 02:30 occurs twice in Europe/Berlin: it runs once, at the first pass: 02:30 CEST (00:30 UTC)",
+    );
+    expect(dstLines[1]).toMatchObject({
+      dst: 'skip',
+      transitions: [{ date: '2027-03-28', kind: 'gap', runsAt: null }, { kind: 'fold' }],
+    });
+    expect(dstLines[1]!.msg).toContain("it does not run for it that day (dst: 'skip')");
+  });
+
+  it('New York, November 7 (02:00 EDT falls back to 01:00 EST): the doubled 01:30 runs once, at 01:30 EDT; 02:30 as any day', async () => {
+    const fires = await firesOver28Hours('America/New_York', '2027-11-07T04:00:00.000Z'); // 00:00 EDT
+    expect(fires.early).toEqual(['2027-11-07T05:30:00.000Z', '2027-11-08T06:30:00.000Z']);
+    for (const job of [fires.shifted, fires.skipped]) {
+      expect(job).toEqual(['2027-11-07T07:30:00.000Z', '2027-11-08T07:30:00.000Z']);
+    }
+    expect(fires.hourly).toEqual(hoursFrom('2027-11-07T04:00:00.000Z', 28));
   });
 });

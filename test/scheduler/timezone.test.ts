@@ -42,8 +42,12 @@ describe('UTC without Intl', () => {
         }
       }
     }
-    expect(pausedCronOptions(undefined)).toEqual({ paused: true });
-    expect(pausedCronOptions('Europe/Paris')).toEqual({ timezone: 'Europe/Paris', paused: true });
+    expect(pausedCronOptions(undefined)).toEqual({ paused: true, fixedTimeRule: 'no-wildcard' });
+    expect(pausedCronOptions('Europe/Paris')).toEqual({
+      timezone: 'Europe/Paris',
+      paused: true,
+      fixedTimeRule: 'no-wildcard',
+    });
   });
 
   it('formats UTC times exactly as Intl does', () => {

@@ -1,4 +1,4 @@
-import { jitterOf } from '../../scheduler/occurrence.ts';
+import { JobSchedule, jitterOf } from '../../scheduler/occurrence.ts';
 import type { CommandHelpers } from '../command-helpers.ts';
 import { formatTable } from '../output.ts';
 import { formatRelative, formatSpan, formatTimeIn, localTimezone } from '../time-format.ts';
@@ -36,11 +36,22 @@ export async function showNextRuns(
   } else {
     // Only a job with jitter gets the column: the delay each occurrence's fires wait after the instant.
     const jittered = (job.jitterMs ?? 0) > 0;
-    const header = [`NEXT RUN (${timezone})`, 'UTC', 'IN', ...(jittered ? ['JITTER'] : [])];
-    const rows = instants.map((instant) => {
+    // Only while an instant stands for a local time a spring-forward gap skipped (dst: 'shift').
+    const schedule = new JobSchedule(job);
+    const shifted = instants.map((instant) => schedule.isShifted(instant));
+    const withDst = shifted.includes(true);
+    const header = [
+      `NEXT RUN (${timezone})`,
+      'UTC',
+      'IN',
+      ...(jittered ? ['JITTER'] : []),
+      ...(withDst ? ['DST'] : []),
+    ];
+    const rows = instants.map((instant, index) => {
       const at = new Date(instant);
       const row = [formatTimeIn(at, timezone), at.toISOString(), styles.dim(formatRelative(at, now))];
       if (jittered) row.push(formatJitter(jitterOf(job, instant)));
+      if (withDst) row.push(shifted[index] ? styles.yellow('shifted: its local time is in the gap') : '');
       return row;
     });
     helpers.stdout.write(`${formatTable(header.map(styles.dim), rows)}\n`);

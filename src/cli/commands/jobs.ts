@@ -97,9 +97,12 @@ Examples:
     .addHelpText(
       'after',
       `
-A local time that does not exist (the spring-forward gap) has no instant: a 30 2 * * * job in
-Europe/Berlin has none on the day clocks go from 02:00 to 03:00. A time that occurs twice (fall
-back) is one instant for a fixed-time schedule, two for an interval schedule.
+DST: a fixed local time (no * or step in the second, minute and hour fields) that does not exist,
+in the spring-forward gap, runs at the first instant after the gap with the job's dst: 'shift'
+(the default; a 30 2 * * * job in Europe/Berlin runs at 03:00 CEST on the day clocks go from
+02:00 to 03:00, marked "shifted" in the DST column) and not that day with dst: 'skip'. A fixed
+time that occurs twice (fall back) is one instant, its first; an interval schedule has one
+instant per real instant. --json prints the same instants.
 
 Exit codes: 0 shown; 2 bad config, unknown job or bad -n.
 

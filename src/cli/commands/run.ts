@@ -52,6 +52,10 @@ the same on every instance. The fire asks the store's run ledger what to do with
                 then is skipped (store-unavailable); the runner stays up
   not set up    store reachable but not set up, and it cannot set itself up (a missing schema,
                 privilege or table): skipped (store-setup), logged as an error saying what to do
+  DST           a fixed local time in a spring-forward gap runs right after the gap (the job's
+                dst: 'shift', the default) or not that day (dst: 'skip'); a time that occurs twice
+                runs once. At start, one line per job whose fixed time a transition of the next
+                12 months touches, with the date and what will happen
 
 Instances: once started, the instance registers in the store (name, host, pid, version, jobs,
 its clock's offset to the store's) and renews that every 5 s; \`resil instances\` lists it until

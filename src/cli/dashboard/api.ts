@@ -1,6 +1,7 @@
 import type { OverlapPolicy } from '../../ledger/contract.ts';
 import { hasInstanceRegistry, hasJobPauses, hasRunLedger } from '../../ledger/contract.ts';
 import { ledgerKeyOf, type ResolvedConfig, type ResolvedJob } from '../../scheduler/job.ts';
+import { JobSchedule } from '../../scheduler/occurrence.ts';
 import { historyEntryOf, type JobHistoryEntry } from '../views/history.ts';
 import { type InstanceEntry, instanceEntryOf } from '../views/instances.ts';
 import { type JobListEntry, nextRuns, readJobListing } from '../views/jobs.ts';
@@ -65,6 +66,11 @@ export interface JobDetail {
   history: JobHistoryEntry[];
   /** The next 10 instants, ISO 8601 UTC, as `resil jobs next --json`. */
   nextRuns: string[];
+  /**
+   * Those of `nextRuns` that stand for a fixed local time a spring-forward gap skipped, run at the
+   * first instant after the gap (`dst: 'shift'`), as `resil jobs next` marks them.
+   */
+  shiftedRuns: string[];
 }
 
 /** How many occurrences `GET /api/jobs/<name>` returns without `?limit=`, and at most. */
@@ -216,12 +222,17 @@ export async function readJobDetail(
       : Promise.resolve({ ok: true as const, value: [] }),
   ]);
   if (!history.ok) store.error ??= history.reason;
+  const instants = nextRuns(job, now, nextRunCount);
+  const schedule = new JobSchedule(job);
   return {
     now: new Date(now).toISOString(),
     actions: options.actions,
     store,
     job: entry!,
     history: history.ok ? history.value.map(historyEntryOf) : [],
-    nextRuns: nextRuns(job, now, nextRunCount).map((instant) => new Date(instant).toISOString()),
+    nextRuns: instants.map((instant) => new Date(instant).toISOString()),
+    shiftedRuns: instants
+      .filter((instant) => schedule.isShifted(instant))
+      .map((instant) => new Date(instant).toISOString()),
   };
 }

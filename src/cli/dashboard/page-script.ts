@@ -516,7 +516,20 @@ function renderJob(data: JobDetail): void {
       h('h3', { id: 'next-title' }, `Next ${data.nextRuns.length} runs`),
       data.nextRuns.length === 0
         ? h('p', { class: 'muted' }, 'The schedule has no future occurrence.')
-        : h('ol', { class: 'next' }, ...data.nextRuns.map((iso) => h('li', {}, when(iso, job.timezone)))),
+        : h(
+            'ol',
+            { class: 'next' },
+            ...data.nextRuns.map((iso) =>
+              h(
+                'li',
+                {},
+                when(iso, job.timezone),
+                data.shiftedRuns.includes(iso)
+                  ? h('span', { class: 'muted' }, ' shifted: its local time is in the DST gap')
+                  : null,
+              ),
+            ),
+          ),
     ),
     h(
       'section',

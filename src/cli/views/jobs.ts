@@ -27,11 +27,11 @@ export function jobNamed(config: ResolvedConfig, name: string): ResolvedJob {
 
 /**
  * The first `count` instants of the job's schedule strictly after `after`, oldest first (fewer when
- * the schedule has no more), computed as `resil run` fires them: in the job's timezone, with no
- * instant for a local time in a DST gap.
+ * the schedule has no more), computed as `resil run` fires them: in the job's timezone, a fixed
+ * local time in a DST gap as the job's `dst` policy says.
  */
 export function nextRuns(
-  job: Pick<ResolvedJob, 'schedule' | 'timezone'>,
+  job: Pick<ResolvedJob, 'schedule' | 'timezone' | 'dst'>,
   after: number,
   count: number,
 ): number[] {
