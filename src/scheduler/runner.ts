@@ -1,6 +1,7 @@
 import { hasInstanceRegistry, hasRunLedger } from '../ledger/contract.ts';
 import { systemTimeProvider, type TimeProvider, type TimerHandle, withDeadline } from '../pipeline/time.ts';
 import { ClaimSlots, claimSlotsPerRunner } from './claim-slots.ts';
+import { ConfigDriftWatch, type DriftVariant, FleetDefinitions } from './config-drift.ts';
 import { describeError } from './credentials.ts';
 import { ShutdownError, UnknownJobError } from './errors.ts';
 import { logSchedulerEvents } from './event-log.ts';
@@ -21,6 +22,8 @@ import { type JobSchedule, JobSchedules } from './occurrence.ts';
 import { StoreClock } from './store-clock.ts';
 
 export type { FireResult, SchedulerLogger, SkipReason };
+
+const noDrift: ReadonlyMap<string, DriftVariant[]> = new Map();
 
 export interface JobRunnerOptions {
   config: ResolvedConfig;
@@ -117,6 +120,7 @@ export class JobRunner {
   readonly #version: string;
   /** Registers this instance in the store's registry while it runs (`resil instances`). */
   #heartbeat: { stop(): Promise<void> } | undefined;
+  #driftWatch: ConfigDriftWatch | undefined;
   #refreshTimer: TimerHandle | undefined;
   #state: 'idle' | 'running' | 'stopping' = 'idle';
   #stopped: Promise<void> | undefined;
@@ -179,6 +183,14 @@ export class JobRunner {
     return new UnknownJobError(name, known, this.#config.filepath);
   }
 
+  /**
+   * The scheduled jobs that live instances run with other definitions (config drift), as this
+   * instance saw at its last heartbeat; empty when the store keeps no instance registry.
+   */
+  get configDrift(): ReadonlyMap<string, DriftVariant[]> {
+    return this.#driftWatch?.drift ?? noDrift;
+  }
+
   /** This instance's view of the store's clock. */
   get clock(): StoreClock {
     return this.#clock;
@@ -228,7 +240,14 @@ export class JobRunner {
     this.#queue.start();
     this.#logStarted(store);
     if (hasInstanceRegistry(store)) {
+      this.#driftWatch = new ConfigDriftWatch({
+        own: new FleetDefinitions(this.#jobs.map(({ job }) => job)),
+        registry: store,
+        instance: this.#config.instance,
+        logger: this.#logger,
+      });
       this.#heartbeat = startInstanceHeartbeat(store, {
+        definitions: this.#driftWatch,
         time: this.#time,
         instance: this.#config.instance,
         version: this.#version,

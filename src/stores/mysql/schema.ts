@@ -140,9 +140,24 @@ export function createStatements(tables: MysqlTables): string[] {
   clock_offset_ms DOUBLE NOT NULL,
   last_seen_at_ms BIGINT NOT NULL,
   expires_at_ms BIGINT NOT NULL,
+  definitions LONGTEXT,
   PRIMARY KEY (instance)
 ) ${options}`,
   ];
+}
+
+/**
+ * Brings a table made by an earlier release up to the columns {@link createStatements} makes: the
+ * instances' `definitions` (config drift). MySQL 8 has no `ADD COLUMN IF NOT EXISTS`, so the
+ * caller ignores the duplicate-column error (1060) that an up-to-date table answers.
+ */
+export function upgradeStatements(tables: MysqlTables): string[] {
+  return [`ALTER TABLE ${tables.instances} ADD COLUMN definitions LONGTEXT`];
+}
+
+/** MySQL's and MariaDB's `ER_DUP_FIELDNAME`: the column is there already. */
+export function isDuplicateColumnError(error: unknown): boolean {
+  return (error as { errno?: unknown } | null)?.errno === 1060;
 }
 
 /**

@@ -159,8 +159,11 @@ function createStatements(tables: PostgresTables): string[] {
   jobs integer NOT NULL,
   clock_offset_ms float8 NOT NULL,
   last_seen_at timestamptz NOT NULL,
-  expires_at timestamptz NOT NULL
+  expires_at timestamptz NOT NULL,
+  definitions text
 )`,
+    // Tables made before instances published their jobs' definitions (config drift) lack the column.
+    `ALTER TABLE ${tables.instances} ADD COLUMN IF NOT EXISTS definitions text`,
   ];
 }
 
