@@ -281,7 +281,9 @@ export class ConfigDriftWatch {
   }
 
   /**
-   * Reads the registry and returns what the heartbeat registers as `definitions`. A failed read
+   * Reads the registry and returns what the heartbeat registers as `definitions`; logs a warning
+   * when a job's drift is known in full (each variant's fields) or changes, and a line when it
+   * ends. A failed read
    * rejects; the heartbeat then registers {@link published} again.
    */
   async next(): Promise<string> {
@@ -309,6 +311,8 @@ export class ConfigDriftWatch {
 
   #log(drift: ReadonlyMap<string, DriftVariant[]>): void {
     for (const [job, variants] of drift) {
+      // Logged once every variant's definition is known: within a heartbeat, and worth one line.
+      if (variants.some((variant) => variant.fields === null)) continue;
       const described = JSON.stringify(variants);
       if (this.#logged.get(job) === described) continue;
       this.#logged.set(job, described);
