@@ -241,4 +241,21 @@ describe('ConfigDriftWatch on a shared registry', () => {
     expect(old.watch.published).toBe(old.watch.published.replace(/"h":.*/, ''));
     expect(old.logger.lines.at(-1)).toMatchObject({ level: 'info', object: { job: 'a' } });
   });
+
+  it('of the instances with one digest, one publishes the fingerprints; the drift names them all', async () => {
+    const store = new MemoryLockStore();
+    const jobs = jobsOf([{ name: 'a', schedule: '* * * * *' }]);
+    const fleet = [instance(store, 'w1', jobs), instance(store, 'w2', jobs)];
+    for (const each of fleet) await each.beat();
+    const fresh = instance(store, 'w3', jobsOf([{ name: 'a', schedule: '*/2 * * * *' }]));
+    await fresh.beat();
+    for (const each of [...fleet, ...fleet, fresh]) await each.beat();
+    const told = (each: (typeof fleet)[number]) =>
+      parsePublishedDefinitions(each.watch.published)?.fingerprints !== undefined;
+    expect(fleet.map(told)).toEqual([true, false]);
+    expect(fresh.watch.drift.get('a')?.map((variant) => [variant.instances, variant.fields])).toEqual([
+      [['w1', 'w2'], { schedule: '* * * * *' }],
+      [['w3'], { schedule: '*/2 * * * *' }],
+    ]);
+  });
 });
