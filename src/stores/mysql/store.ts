@@ -426,8 +426,10 @@ export class MysqlLockStore implements LockStore, RunLedger, InstanceRegistry {
     // each table one after the other, and the later ones find it there.
     this.#setup ??= (async () => {
       for (const statement of createStatements(this.#tables)) await this.#pool.query(statement);
-      for (const statement of upgradeStatements(this.#tables)) {
-        await this.#pool.query(statement).catch((error: unknown) => {
+      const upgrade = upgradeStatements(this.#tables);
+      const [rows] = await this.#pool.query(upgrade.missing, upgrade.params);
+      if (Number((rows as Array<{ n: unknown }>)[0]?.n) === 0) {
+        await this.#pool.query(upgrade.add).catch((error: unknown) => {
           if (!isDuplicateColumnError(error)) throw error;
         });
       }

@@ -163,7 +163,14 @@ function createStatements(tables: PostgresTables): string[] {
   definitions text
 )`,
     // Tables made before instances published their jobs' definitions (config drift) lack the column.
-    `ALTER TABLE ${tables.instances} ADD COLUMN IF NOT EXISTS definitions text`,
+    // Looked up first: ALTER TABLE, even a no-op one, needs the table's owner, which a store that
+    // may create tables (CREATE on the schema) need not be.
+    `DO $$ BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pg_attribute
+    WHERE attrelid = to_regclass('${tables.instances.replaceAll("'", "''")}') AND attname = 'definitions' AND NOT attisdropped)
+  THEN ALTER TABLE ${tables.instances} ADD COLUMN definitions text;
+  END IF;
+END $$`,
   ];
 }
 
