@@ -7,6 +7,7 @@ import { symlinkSync } from 'node:fs';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { instanceHeartbeatMs } from '../../src/scheduler/instance-heartbeat.ts';
+import { startDashboard } from '../dashboard/dashboard-process.ts';
 import { databaseUrlForTests, uniqueSchemaName } from '../support/postgres.ts';
 import { freePort, type SpawnedProcess, spawnProcess, waitUntil } from '../support/processes.ts';
 import { redisUrlForTests, uniquePrefix } from '../support/redis.ts';
@@ -164,6 +165,18 @@ describe.each(stores)('config drift on $name', ({ url, store }) => {
       const table = await runCli(['jobs', 'list'], { cwd: project.directory, env: { NO_COLOR: '1' } });
       expect(table.stdout).toMatch(/\sDRIFT\n/);
       expect(table.stdout).toMatch(/report\s.*2 definitions: schedule\n/);
+
+      // The dashboard reads the same view: the job it marks, and the variants its page lists.
+      const dashboard = await startDashboard({ cwd: project.directory });
+      runs.push(dashboard.process);
+      const overview = (await (await fetch(`${dashboard.origin}/api/overview`)).json()) as { jobs: Listed[] };
+      expect(
+        overview.jobs.map((job) => [job.name, job.drift?.map((variant) => variant.instances) ?? null]),
+      ).toEqual([
+        ['report', [['new-1'], ['old-1']]],
+        ['cleanup', null],
+      ]);
+      await dashboard.stop();
 
       await steady.waitForOutput(
         /"job":"report".*config drift: live instances run different definitions/,
