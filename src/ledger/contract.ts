@@ -268,6 +268,12 @@ export interface InstanceInfo {
    * is behind the store's (an instance 2 s ahead reports about -2000). 0 when not known yet.
    */
   readonly clockOffsetMs: number;
+  /**
+   * What the instance says of its jobs' definitions, for spotting config drift across the fleet
+   * (`resil jobs list --json` `drift`): an opaque string the scheduler writes and reads; a store
+   * keeps it as it is. Absent when the instance publishes none.
+   */
+  readonly definitions?: string | undefined;
 }
 
 /** A live instance as the store lists it: what it registered, and its last heartbeat. */
@@ -316,7 +322,9 @@ export function hasInstanceRegistry<S extends object>(store: S): store is S & In
 export function checkInstanceInfo(info: InstanceInfo, ttlMs: number): InstanceInfo {
   if (info === null || typeof info !== 'object')
     throw new InvalidOptionError('info', info, 'an InstanceInfo');
-  const { instance, host, pid, version, startedAt, jobs, clockOffsetMs } = info;
+  const { instance, host, pid, version, startedAt, jobs, clockOffsetMs, definitions } = info;
+  if (definitions !== undefined && typeof definitions !== 'string')
+    throw new InvalidOptionError('info.definitions', definitions, 'a string, or undefined');
   for (const [name, value] of [
     ['info.instance', instance],
     ['info.host', host],
@@ -342,5 +350,14 @@ export function checkInstanceInfo(info: InstanceInfo, ttlMs: number): InstanceIn
   }
   if (!(ttlMs > 0) || !Number.isFinite(ttlMs))
     throw new InvalidOptionError('ttlMs', ttlMs, 'a number of ms > 0');
-  return { instance, host, pid, version, startedAt, jobs, clockOffsetMs };
+  return {
+    instance,
+    host,
+    pid,
+    version,
+    startedAt,
+    jobs,
+    clockOffsetMs,
+    ...(definitions === undefined ? {} : { definitions }),
+  };
 }

@@ -96,12 +96,34 @@ export function describeInstanceRegistryConformance(
       expect((await listed()).map((each) => each.instance)).toEqual([info('worker-2').instance]);
     });
 
+    it('keeps the definitions string as registered (large ones too), and drops it when a heartbeat has none', async () => {
+      const { store, info, listed } = await setUp();
+      // What an instance of 10,000 jobs publishes while it tells its fleet every fingerprint, and more.
+      const definitions = JSON.stringify({
+        v: 1,
+        d: 'digest-ü-✓',
+        h: Object.fromEntries(Array.from({ length: 12_000 }, (_, index) => [`job-${index}`, 'AbCd-_9z'])),
+      });
+      await store.registerInstance(info('worker-1', { definitions }), { ttlMs: 10 * second });
+      await store.registerInstance(info('worker-2'), { ttlMs: 10 * second });
+      const [first, second_] = await listed();
+      expect(first!.definitions).toBe(definitions);
+      expect(second_!.definitions).toBeUndefined();
+      await store.registerInstance(info('worker-1', { definitions: 'short' }), { ttlMs: 10 * second });
+      expect((await listed())[0]!.definitions).toBe('short');
+      await store.registerInstance(info('worker-1'), { ttlMs: 10 * second });
+      expect((await listed())[0]!.definitions).toBeUndefined();
+    });
+
     it('refuses an incomplete registration', async () => {
       const { store, info } = await setUp();
       await expect(store.registerInstance(info('x', { instance: '' }), { ttlMs: second })).rejects.toThrow(
         /instance/,
       );
       await expect(store.registerInstance(info('x'), { ttlMs: 0 })).rejects.toThrow(/ttlMs/);
+      await expect(
+        store.registerInstance(info('x', { definitions: 42 as unknown as string }), { ttlMs: second }),
+      ).rejects.toThrow(/definitions/);
     });
   });
 }

@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import type { InstanceRegistry } from '../ledger/contract.ts';
 import type { TimeProvider, TimerHandle } from '../pipeline/time.ts';
+import type { ConfigDriftWatch } from './config-drift.ts';
 
 /** How often a running scheduler registers itself in the store's instance registry (`resil instances`). */
 export const instanceHeartbeatMs = 5_000;
@@ -22,6 +23,11 @@ export function startInstanceHeartbeat(
     startedAt: number;
     /** Store clock minus this instance's clock, ms: read at each heartbeat, as the scheduler re-learns it. */
     clockOffsetMs: () => number;
+    /**
+     * Config drift: read before each registration (one registry read per heartbeat), it says what
+     * to register as `definitions`; when it fails, its last value is registered again.
+     */
+    definitions?: Pick<ConfigDriftWatch, 'next' | 'published'>;
     onError: (error: unknown) => void;
   },
 ): { stop(): Promise<void> } {
@@ -43,9 +49,20 @@ export function startInstanceHeartbeat(
       jobs,
       clockOffsetMs: Math.round(options.clockOffsetMs()),
     };
+    const { definitions } = options;
     // Through then(): a custom store that throws instead of rejecting must not crash the scheduler either.
     inFlight = Promise.resolve()
-      .then(() => store.registerInstance(info, { ttlMs: instanceTtlMs }))
+      .then(() =>
+        definitions?.next().catch((error: unknown) => {
+          onError(error);
+          return definitions.published;
+        }),
+      )
+      .then((published) =>
+        store.registerInstance(published === undefined ? info : { ...info, definitions: published }, {
+          ttlMs: instanceTtlMs,
+        }),
+      )
       .catch(onError)
       .finally(() => {
         inFlight = undefined;

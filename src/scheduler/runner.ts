@@ -1,6 +1,7 @@
 import { hasInstanceRegistry, hasRunLedger } from '../ledger/contract.ts';
 import { systemTimeProvider, type TimeProvider, type TimerHandle, withDeadline } from '../pipeline/time.ts';
 import { ClaimSlots, claimSlotsPerRunner } from './claim-slots.ts';
+import { ConfigDriftWatch, type DriftVariant, FleetDefinitions } from './config-drift.ts';
 import { describeError } from './credentials.ts';
 import { DstNoticeFinder, describeDstNotice, type JobDstNotices } from './dst.ts';
 import { ShutdownError, UnknownJobError } from './errors.ts';
@@ -22,6 +23,8 @@ import { type JobSchedule, JobSchedules } from './occurrence.ts';
 import { StoreClock } from './store-clock.ts';
 
 export type { FireResult, SchedulerLogger, SkipReason };
+
+const noDrift: ReadonlyMap<string, DriftVariant[]> = new Map();
 
 export interface JobRunnerOptions {
   config: ResolvedConfig;
@@ -118,6 +121,7 @@ export class JobRunner {
   readonly #version: string;
   /** Registers this instance in the store's registry while it runs (`resil instances`). */
   #heartbeat: { stop(): Promise<void> } | undefined;
+  #driftWatch: ConfigDriftWatch | undefined;
   #refreshTimer: TimerHandle | undefined;
   #state: 'idle' | 'running' | 'stopping' = 'idle';
   #stopped: Promise<void> | undefined;
@@ -180,6 +184,14 @@ export class JobRunner {
     return new UnknownJobError(name, known, this.#config.filepath);
   }
 
+  /**
+   * The scheduled jobs that live instances run with other definitions (config drift), as this
+   * instance saw at its last heartbeat; empty when the store keeps no instance registry.
+   */
+  get configDrift(): ReadonlyMap<string, DriftVariant[]> {
+    return this.#driftWatch?.drift ?? noDrift;
+  }
+
   /** This instance's view of the store's clock. */
   get clock(): StoreClock {
     return this.#clock;
@@ -234,7 +246,14 @@ export class JobRunner {
     this.#logStarted(store);
     this.#logDstNotices(touchedByDst);
     if (hasInstanceRegistry(store)) {
+      this.#driftWatch = new ConfigDriftWatch({
+        own: new FleetDefinitions(this.#jobs.map(({ job }) => job)),
+        registry: store,
+        instance: this.#config.instance,
+        logger: this.#logger,
+      });
       this.#heartbeat = startInstanceHeartbeat(store, {
+        definitions: this.#driftWatch,
         time: this.#time,
         instance: this.#config.instance,
         version: this.#version,

@@ -560,6 +560,7 @@ describe.skipIf(!redisUrl)('resil dashboard on Redis: the API', () => {
       lastRun: null,
       paused: false,
       pause: null,
+      drift: null,
       description: 'At 02:00',
       overlap: 'skip',
       lease: null,

@@ -12,9 +12,11 @@ function formatEntries(
 ): string {
   // Only while some job is paused, as jobs history shows TAKEOVERS only when there are some.
   const withPauses = entries.some((entry) => entry.paused);
+  const withDrift = entries.some((entry) => entry.drift !== null);
   const header = ['NAME', 'SCHEDULE', 'TIMEZONE', 'NEXT RUN', 'LOCK KEY'];
   if (withLedger) header.push('LAST RUN');
   if (withPauses) header.push('PAUSED');
+  if (withDrift) header.push('DRIFT');
   const rows = entries.map((entry) => {
     const next =
       entry.nextRun === null
@@ -39,16 +41,30 @@ function formatEntries(
     if (withPauses) {
       row.push(entry.pause === null ? styles.dim('no') : `${styles.yellow('paused')} by ${entry.pause.by}`);
     }
+    if (withDrift)
+      row.push(entry.drift === null ? styles.dim('no') : styles.yellow(describeDrift(entry.drift)));
     return row;
   });
   return `${formatTable(header.map(styles.dim), rows)}\n`;
+}
+
+/** `2 definitions: schedule, timeoutMs` (the fields that differ, once all variants are known). */
+function describeDrift(drift: NonNullable<JobListEntry['drift']>): string {
+  const fields = drift[0]?.fields;
+  const differing = fields === null || fields === undefined ? '' : `: ${Object.keys(fields).join(', ')}`;
+  return `${drift.length} definitions${differing}`;
 }
 
 /** `resil jobs list [--json]`. */
 export async function listJobs(helpers: CommandHelpers, options: { json: boolean }): Promise<void> {
   const config = await helpers.loadConfig();
   const now = new Date();
-  const { entries, withLedger, ledgerError } = await readJobListing(config, now);
+  const { entries, withLedger, ledgerError, driftError } = await readJobListing(config, now);
+  if (driftError !== undefined) {
+    helpers.stderr.write(
+      `${helpers.errorStyles.yellow('warning:')} cannot read the instance registry, config drift not shown: ${driftError}\n`,
+    );
+  }
   if (ledgerError !== undefined) {
     helpers.stderr.write(
       `${helpers.errorStyles.yellow('warning:')} cannot read the run ledger, last runs not shown: ${ledgerError}\n`,

@@ -47,13 +47,16 @@ Examples:
       `
 While a job is paused (resil jobs pause), a PAUSED column shows it, with who paused it;
 --json has "paused": true|false and "pause": { "by", "pausedAt", "reason" } or null.
+While live instances (resil instances) run different definitions of a job, a DRIFT column shows
+it; --json has "drift": null, or one { "fingerprint", "instances", "fields" } per definition.
 
 Exit codes: 0 listed; 2 bad config.
 
 Examples:
   $ resil jobs list
   $ resil jobs list --json | jq '.[] | select(.nextRun != null) | .name'
-  $ resil jobs list --json | jq -r '.[] | select(.paused) | .name'`,
+  $ resil jobs list --json | jq -r '.[] | select(.paused) | .name'
+  $ resil jobs list --json | jq '.[] | select(.drift != null) | {name, drift}'`,
     )
     .action(async (options: { json?: boolean }) => {
       const { listJobs } = await import('./jobs-list.ts');

@@ -69,8 +69,8 @@ Metrics (--metrics 9464 binds 127.0.0.1; --metrics 0.0.0.0:9464 or [::]:9464 eve
                  resil_job_duration_seconds, resil_job_lateness_seconds,
                  resil_job_last_success_timestamp_seconds (fleet-wide, from the run ledger),
                  resil_job_next_run_timestamp_seconds, resil_job_running, resil_lock_lost_total,
-                 resil_fence_rejections_total, resil_job_stray_errors_total (all labelled
-                 job_name), resil_store_up,
+                 resil_fence_rejections_total, resil_job_stray_errors_total,
+                 resil_job_config_drift (all labelled job_name), resil_store_up,
                  resil_store_clock_offset_seconds, and Node.js process metrics
   GET /livez     200 while the process answers
   GET /readyz    200 once the store answers (probed every second, 1 s timeout) and the offset to

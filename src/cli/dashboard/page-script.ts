@@ -256,6 +256,29 @@ function pausedCell(job: DashboardJob): Child[] {
     ),
   ];
 }
+/** Marks a job that live instances run with different definitions (a rolling deploy, a stale instance). */
+function driftBadge(job: DashboardJob): HTMLElement {
+  return h(
+    'span',
+    { class: 'badge drift', title: `Live instances run ${job.drift?.length} definitions of this job` },
+    'config drift',
+  );
+}
+function driftCell(job: DashboardJob): Child[] {
+  if (job.drift === null) return [muted('none: every live instance runs the same definition')];
+  return job.drift.map((variant) =>
+    h(
+      'div',
+      { class: 'small' },
+      `${variant.instances.join(', ')}: `,
+      variant.fields === null
+        ? muted('definition not published yet')
+        : Object.entries(variant.fields)
+            .map(([field, value]) => `${field} ${JSON.stringify(value)}`)
+            .join(', '),
+    ),
+  );
+}
 function leaseCell(job: DashboardJob): Child[] {
   if (job.lockKey === null) return [muted('no lock')];
   const lease = job.lease;
@@ -277,6 +300,8 @@ function jobsSection(data: Overview): HTMLElement {
         { scope: 'row' },
         h('a', { href: jobHref(job.name) }, job.name),
         !job.enabled && h('span', { class: 'tag' }, 'disabled'),
+        job.drift !== null && ' ',
+        job.drift !== null && driftBadge(job),
       ),
       h('td', {}, ...scheduleCell(job)),
       h('td', {}, job.timezone),
@@ -447,6 +472,7 @@ function renderJob(data: JobDetail): void {
       ...row('Next run', nextRunCell(job)),
       ...row('Last run', ...lastRunCell(job)),
       ...row('Paused', ...pausedCell(job)),
+      ...row('Config drift', ...(job.drift === null ? [] : [driftBadge(job), ' ']), ...driftCell(job)),
       ...row('Lock', job.lockKey === null ? muted('none (lock: false)') : h('code', {}, job.lockKey)),
       ...row('Lease', ...leaseCell(job)),
       ...row('Overlap', job.overlap),

@@ -102,7 +102,7 @@ tr:target { background: var(--run-bg); }
   white-space: nowrap; border: 1px solid currentColor; }
 .badge.success { color: var(--ok); background: var(--ok-bg); }
 .badge.failure { color: var(--fail); background: var(--fail-bg); }
-.badge.skipped, .badge.paused { color: var(--skip); background: var(--skip-bg); }
+.badge.skipped, .badge.paused, .badge.drift { color: var(--skip); background: var(--skip-bg); }
 .badge.running, .badge.queued { color: var(--run); background: var(--run-bg); }
 .tag { margin-left: 0.5rem; font-size: 0.75rem; color: var(--muted); border: 1px solid var(--line); border-radius: 0.25rem; padding: 0 0.25rem; }
 .warn { color: var(--fail); font-weight: 600; }

@@ -25,6 +25,7 @@ export { parseMetricsAddress } from './address.ts';
 export interface MetricsRunner {
   readonly jobs: readonly ResolvedJob[];
   readonly clock: Pick<StoreClock, 'now' | 'offset' | 'sync'>;
+  readonly configDrift?: { has(job: string): boolean };
   on(listener: SchedulerListener): () => void;
 }
 

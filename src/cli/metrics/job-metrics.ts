@@ -27,6 +27,7 @@ export const metricNames = {
   strayErrors: 'resil_job_stray_errors_total',
   storeUp: 'resil_store_up',
   clockOffset: 'resil_store_clock_offset_seconds',
+  configDrift: 'resil_job_config_drift',
 } as const;
 
 /** What the metrics read from the runner besides its events. */
@@ -34,6 +35,8 @@ export interface JobMetricsSource {
   readonly jobs: readonly ResolvedJob[];
   /** The store's clock as this instance estimates it (epoch ms), and the offset it learnt. */
   readonly clock: { now(): number; readonly offset: ClockOffset | undefined };
+  /** The jobs that live instances run with other definitions, as of the last heartbeat (by name). */
+  readonly configDrift?: { has(job: string): boolean };
 }
 
 /** One job's series, bound to its `job_name` once, so an event costs no label lookup. */
@@ -164,6 +167,16 @@ export class JobMetrics {
         const offset = source.clock.offset;
         if (offset === undefined) this.remove();
         else this.set(offset.offsetMs / 1000);
+      },
+    });
+    new Gauge({
+      name: metricNames.configDrift,
+      help: 'While live instances run different definitions of the job (schedule, timezone, overlap, lock, timeout, retry), 1, else 0; read at each heartbeat.',
+      labelNames: ['job_name'],
+      registers,
+      collect() {
+        for (const job of source.jobs)
+          this.set({ job_name: job.name }, source.configDrift?.has(job.name) ? 1 : 0);
       },
     });
     const schedules = new JobSchedules();

@@ -1,10 +1,12 @@
 import {
+  hasInstanceRegistry,
   hasJobPauses,
   hasRunLedger,
   type JobPause,
   type PausableRunLedger,
   type RunRecord,
 } from '../../ledger/contract.ts';
+import { type DriftVariant, FleetDefinitions, findConfigDrift } from '../../scheduler/config-drift.ts';
 import { UnknownJobError } from '../../scheduler/errors.ts';
 import { ledgerKeyOf, type ResolvedConfig, type ResolvedJob } from '../../scheduler/job.ts';
 import { JobSchedule, JobSchedules } from '../../scheduler/occurrence.ts';
@@ -125,6 +127,12 @@ export interface JobListEntry {
   paused: boolean;
   /** Who paused it, when (ISO 8601, store clock) and why; null unless paused. */
   pause: PauseEntry | null;
+  /**
+   * Config drift: null while every live instance that runs the job has the same definition of it
+   * (or the store keeps no instance registry); else one entry per definition, with its instances
+   * and the fields that differ, with its values.
+   */
+  drift: DriftVariant[] | null;
 }
 
 /** What the store says of one job: its last run and its pause. */
@@ -170,6 +178,28 @@ async function ledgerViews(
   return read.ok ? { views: new Map(read.value) } : { views: undefined, error: read.reason };
 }
 
+/** The config's own definitions, fingerprinted once per jobs array (the dashboard reads every 2 s). */
+const ownDefinitions = new WeakMap<readonly ResolvedJob[], FleetDefinitions>();
+
+/**
+ * The jobs that live instances run with different definitions; empty when the store keeps no
+ * shared instance registry, or with the reason it could not be read within 5 s.
+ */
+async function readConfigDrift(
+  config: ResolvedConfig,
+): Promise<{ drift: ReadonlyMap<string, DriftVariant[]>; error?: string }> {
+  const store = config.store;
+  if (!hasInstanceRegistry(store) || inMemoryStoreNote(store) !== undefined) return { drift: new Map() };
+  const read = await readStore(store, () => store.listInstances());
+  if (!read.ok) return { drift: new Map(), error: read.reason };
+  let own = ownDefinitions.get(config.jobs);
+  if (own === undefined) {
+    own = new FleetDefinitions(config.jobs);
+    ownDefinitions.set(config.jobs, own);
+  }
+  return { drift: findConfigDrift(read.value, own) };
+}
+
 /** What `jobs list --json` prints, and whether (and why not) the store's run ledger was read. */
 export interface JobListing {
   entries: JobListEntry[];
@@ -177,6 +207,8 @@ export interface JobListing {
   withLedger: boolean;
   /** Why the ledger could not be read (no credentials in it); the entries then have no last run or pause. */
   ledgerError?: string;
+  /** Why the instance registry could not be read; the entries then show no drift. */
+  driftError?: string;
 }
 
 /**
@@ -184,10 +216,18 @@ export interface JobListing {
  * pause from the store's run ledger). Never throws for an unreachable store: see `ledgerError`.
  */
 export async function readJobListing(config: ResolvedConfig, now = new Date()): Promise<JobListing> {
-  const { views, error } = await ledgerViews(config);
+  const [{ views, error }, drift] = await Promise.all([ledgerViews(config), readConfigDrift(config)]);
   const schedules = new JobSchedules();
-  const entries = config.jobs.map((job) => toEntry(job, now, views?.get(job.name), schedules));
-  return { entries, withLedger: views !== undefined, ...(error === undefined ? {} : { ledgerError: error }) };
+  const entries = config.jobs.map((job) => ({
+    ...toEntry(job, now, views?.get(job.name), schedules),
+    drift: drift.drift.get(job.name) ?? null,
+  }));
+  return {
+    entries,
+    withLedger: views !== undefined,
+    ...(error === undefined ? {} : { ledgerError: error }),
+    ...(drift.error === undefined ? {} : { driftError: drift.error }),
+  };
 }
 
 function toEntry(
@@ -195,7 +235,7 @@ function toEntry(
   now: Date,
   view: LedgerView | undefined,
   schedules: JobSchedules,
-): JobListEntry {
+): Omit<JobListEntry, 'drift'> {
   const nextRun = nextRunOf(job, now, schedules);
   const { lastRun, pause } = view ?? { lastRun: undefined, pause: undefined };
   return {

@@ -11,6 +11,8 @@ export interface MysqlTables {
   readonly pauses: string;
   /** The fleet's instances (`registerInstance`): one row per instance, live until its `expires_at_ms`. */
   readonly instances: string;
+  /** The instances table's name, unquoted (to look its columns up). */
+  readonly instancesName: string;
   readonly fences: string;
   /** Put before every key, job's key, resource and instance name the tables keep. */
   readonly prefix: string;
@@ -58,6 +60,7 @@ export function resolveTables(options: MysqlTableOptions = {}): MysqlTables {
     occurrences: quoteIdentifier(`${table}_occurrences`),
     pauses: quoteIdentifier(`${table}_pauses`),
     instances: quoteIdentifier(`${table}_instances`),
+    instancesName: `${table}_instances`,
     fences: quoteIdentifier(`${table}_fences`),
     prefix: checkPrefix(options.prefix ?? mysqlLockStoreDefaults.prefix),
   };
@@ -140,9 +143,30 @@ export function createStatements(tables: MysqlTables): string[] {
   clock_offset_ms DOUBLE NOT NULL,
   last_seen_at_ms BIGINT NOT NULL,
   expires_at_ms BIGINT NOT NULL,
+  definitions LONGTEXT,
   PRIMARY KEY (instance)
 ) ${options}`,
   ];
+}
+
+/**
+ * Brings an instances table made by an earlier release up to what {@link createStatements} makes:
+ * the `definitions` column (config drift). `missing` counts the column (0: run `add`); looked up
+ * first, so that a store without `ALTER` on an up-to-date table sets up as before. Two stores
+ * adding it at once: the later one's duplicate-column error (1060) means it is there.
+ */
+export function upgradeStatements(tables: MysqlTables): { missing: string; params: string[]; add: string } {
+  return {
+    missing: `SELECT COUNT(*) AS n FROM information_schema.columns
+WHERE table_schema = DATABASE() AND table_name = ? AND column_name = 'definitions'`,
+    params: [tables.instancesName],
+    add: `ALTER TABLE ${tables.instances} ADD COLUMN definitions LONGTEXT`,
+  };
+}
+
+/** MySQL's and MariaDB's `ER_DUP_FIELDNAME`: the column is there already. */
+export function isDuplicateColumnError(error: unknown): boolean {
+  return (error as { errno?: unknown } | null)?.errno === 1060;
 }
 
 /**

@@ -34,7 +34,15 @@ import { checkStoredKey, isDeadlock, isMissingTable, isServerError, storeError }
 import { applyLedgerBatch, type LedgerCall, ledgerStatements, text } from './ledger.ts';
 import type { MysqlLockStoreOptions } from './options.ts';
 import { ReleasePolls } from './release-notifications.ts';
-import { createStatements, type MysqlTables, nowMs, nowUs, resolveTables } from './schema.ts';
+import {
+  createStatements,
+  isDuplicateColumnError,
+  type MysqlTables,
+  nowMs,
+  nowUs,
+  resolveTables,
+  upgradeStatements,
+} from './schema.ts';
 
 // Each lease statement runs alone in autocommit, and reads the clock as UTC_TIMESTAMP (nowMs):
 // the instant the statement started, one value everywhere in it, so the expiry check and the new
@@ -75,10 +83,11 @@ ON DUPLICATE KEY UPDATE paused_at_ms = ${nowMs}, paused_by = ?, reason = ?`,
     // A heartbeat also drops the rows of instances that expired, so the table stays the fleet's size.
     dropExpiredInstances: `DELETE FROM ${t.instances} WHERE expires_at_ms <= ${nowMs} AND instance <> ?`,
     registerInstance: `REPLACE INTO ${t.instances}
-  (instance, host, pid, version, started_at_ms, jobs, clock_offset_ms, last_seen_at_ms, expires_at_ms)
-VALUES (?, ?, ?, ?, ?, ?, ?, ${nowMs}, ${nowMs} + ?)`,
+  (instance, host, pid, version, started_at_ms, jobs, clock_offset_ms, last_seen_at_ms, expires_at_ms, definitions)
+VALUES (?, ?, ?, ?, ?, ?, ?, ${nowMs}, ${nowMs} + ?, ?)`,
     removeInstance: `DELETE FROM ${t.instances} WHERE instance = ?`,
-    listInstances: `SELECT instance, host, pid, version, started_at_ms, jobs, clock_offset_ms, last_seen_at_ms
+    listInstances: `SELECT instance, host, pid, version, started_at_ms, jobs, clock_offset_ms, last_seen_at_ms,
+  definitions
 FROM ${t.instances} WHERE expires_at_ms > ${nowMs} AND LEFT(instance, ?) = ? ORDER BY instance`,
   };
 }
@@ -349,7 +358,7 @@ export class MysqlLockStore implements LockStore, RunLedger, InstanceRegistry {
 
   /** Registers the instance, seen at the database's clock, until `ttlMs` after it (see `InstanceRegistry`). */
   async registerInstance(info: InstanceInfo, options: { ttlMs: number }): Promise<void> {
-    const { instance, host, pid, version, startedAt, jobs, clockOffsetMs } = checkInstanceInfo(
+    const { instance, host, pid, version, startedAt, jobs, clockOffsetMs, definitions } = checkInstanceInfo(
       info,
       options?.ttlMs,
     );
@@ -364,6 +373,7 @@ export class MysqlLockStore implements LockStore, RunLedger, InstanceRegistry {
       jobs,
       clockOffsetMs,
       options.ttlMs,
+      definitions ?? null,
     ]);
   }
 
@@ -383,6 +393,7 @@ export class MysqlLockStore implements LockStore, RunLedger, InstanceRegistry {
       jobs: number;
       clock_offset_ms: number;
       last_seen_at_ms: Numeric;
+      definitions: string | null;
     }>('listInstances', this.#sql.listInstances, [prefixBytes, this.#prefix]);
     return rows.map((row) => ({
       instance: text(row.instance.subarray(prefixBytes))!,
@@ -393,6 +404,7 @@ export class MysqlLockStore implements LockStore, RunLedger, InstanceRegistry {
       jobs: Number(row.jobs),
       clockOffsetMs: Number(row.clock_offset_ms),
       lastSeenAt: Number(row.last_seen_at_ms),
+      ...(row.definitions === null ? {} : { definitions: row.definitions }),
     }));
   }
 
@@ -414,6 +426,13 @@ export class MysqlLockStore implements LockStore, RunLedger, InstanceRegistry {
     // each table one after the other, and the later ones find it there.
     this.#setup ??= (async () => {
       for (const statement of createStatements(this.#tables)) await this.#pool.query(statement);
+      const upgrade = upgradeStatements(this.#tables);
+      const [rows] = await this.#pool.query(upgrade.missing, upgrade.params);
+      if (Number((rows as Array<{ n: unknown }>)[0]?.n) === 0) {
+        await this.#pool.query(upgrade.add).catch((error: unknown) => {
+          if (!isDuplicateColumnError(error)) throw error;
+        });
+      }
     })().then(
       () => {
         this.#ready = true;

@@ -159,8 +159,18 @@ function createStatements(tables: PostgresTables): string[] {
   jobs integer NOT NULL,
   clock_offset_ms float8 NOT NULL,
   last_seen_at timestamptz NOT NULL,
-  expires_at timestamptz NOT NULL
+  expires_at timestamptz NOT NULL,
+  definitions text
 )`,
+    // Tables made before instances published their jobs' definitions (config drift) lack the column.
+    // Looked up first: ALTER TABLE, even a no-op one, needs the table's owner, which a store that
+    // may create tables (CREATE on the schema) need not be.
+    `DO $$ BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pg_attribute
+    WHERE attrelid = to_regclass('${tables.instances.replaceAll("'", "''")}') AND attname = 'definitions' AND NOT attisdropped)
+  THEN ALTER TABLE ${tables.instances} ADD COLUMN definitions text;
+  END IF;
+END $$`,
   ];
 }
 

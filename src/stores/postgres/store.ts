@@ -106,16 +106,16 @@ FROM ${t.pauses} WHERE key = $1::text AND job = $2::text`,
   DELETE FROM ${t.instances} WHERE expires_at <= now() AND instance <> $1::text
 )
 INSERT INTO ${t.instances}
-  (instance, host, pid, version, started_at, jobs, clock_offset_ms, last_seen_at, expires_at)
+  (instance, host, pid, version, started_at, jobs, clock_offset_ms, last_seen_at, expires_at, definitions)
 VALUES ($1::text, $2::text, $3::int, $4::text, to_timestamp($5::float8 / 1000), $6::int, $7::float8, now(),
-  now() + ${msInterval('$8')})
+  now() + ${msInterval('$8')}, $9::text)
 ON CONFLICT (instance) DO UPDATE
   SET host = EXCLUDED.host, pid = EXCLUDED.pid, version = EXCLUDED.version, started_at = EXCLUDED.started_at,
     jobs = EXCLUDED.jobs, clock_offset_ms = EXCLUDED.clock_offset_ms, last_seen_at = EXCLUDED.last_seen_at,
-    expires_at = EXCLUDED.expires_at`,
+    expires_at = EXCLUDED.expires_at, definitions = EXCLUDED.definitions`,
     removeInstance: `DELETE FROM ${t.instances} WHERE instance = $1::text`,
     listInstances: `SELECT instance, host, pid, version, round(extract(epoch FROM started_at) * 1000)::float8 AS started_at,
-  jobs, clock_offset_ms, ${toWholeMs('last_seen_at')} AS last_seen_at
+  jobs, clock_offset_ms, ${toWholeMs('last_seen_at')} AS last_seen_at, definitions
 FROM ${t.instances} WHERE expires_at > now() ORDER BY instance`,
   };
 }
@@ -395,7 +395,7 @@ export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry
 
   /** Registers the instance, seen at the database's clock, until `ttlMs` after it (see `InstanceRegistry`). */
   async registerInstance(info: InstanceInfo, options: { ttlMs: number }): Promise<void> {
-    const { instance, host, pid, version, startedAt, jobs, clockOffsetMs } = checkInstanceInfo(
+    const { instance, host, pid, version, startedAt, jobs, clockOffsetMs, definitions } = checkInstanceInfo(
       info,
       options?.ttlMs,
     );
@@ -408,6 +408,7 @@ export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry
       jobs,
       clockOffsetMs,
       options.ttlMs,
+      definitions ?? null,
     ]);
   }
 
@@ -426,6 +427,7 @@ export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry
       jobs: number;
       clock_offset_ms: number;
       last_seen_at: number;
+      definitions: string | null;
     }>('listInstances', this.#sql.listInstances, []);
     return result.rows.map((row) => ({
       instance: row.instance,
@@ -436,6 +438,7 @@ export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry
       jobs: Number(row.jobs),
       clockOffsetMs: Number(row.clock_offset_ms),
       lastSeenAt: Number(row.last_seen_at),
+      ...(row.definitions === null ? {} : { definitions: row.definitions }),
     }));
   }
 
