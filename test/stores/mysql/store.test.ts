@@ -5,6 +5,7 @@ import { inspect } from 'node:util';
 import mysql from 'mysql2/promise';
 import {
   type ClaimRequest,
+  type ClaimResult,
   isInvalidKeyError,
   isInvalidOptionError,
   isRejection,
@@ -20,7 +21,7 @@ import {
 } from 'resil/mysql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mysqlUrlForTests, uniqueTableName } from '../../support/mysql.ts';
-import { freePort } from '../../support/processes.ts';
+import { freePort, waitUntil } from '../../support/processes.ts';
 
 const mysqlUrl = await mysqlUrlForTests();
 const table = uniqueTableName('store');
@@ -494,22 +495,66 @@ describe.skipIf(!mysqlUrl)('MysqlLockStore', () => {
       }
     });
 
-    it('grants exactly one of 20 concurrent claims of one occurrence from separate pools, also when all wait for the row lock', async () => {
-      const job = 'race-job';
-      const at = past(3_000);
-      const pools = Array.from({ length: 20 }, () => mysql.createPool({ uri: mysqlUrl, connectionLimit: 1 }));
+    /** The ids of the sessions running the statement that locks lease rows (a lease's or a claim's first). */
+    async function lockingSessions(): Promise<number[]> {
+      const [rows] = await pool.query(
+        "SELECT id FROM information_schema.processlist WHERE command = 'Execute' AND info LIKE ?",
+        [`INSERT INTO ${quote(table)} (lock_key%`],
+      );
+      return (rows as Array<{ id: number }>).map((row) => Number(row.id));
+    }
+
+    /**
+     * Holds `key`'s lease row locked in a transaction of its own, starts `work`, waits until
+     * `waiters` sessions wait for that row, then commits: they all go at once, in the order InnoDB
+     * gives them the lock. Resolves with what `work` resolves with.
+     */
+    async function behindRowLock<T>(key: string, waiters: number, work: () => Promise<T>): Promise<T> {
       const blocker = await pool.getConnection();
+      try {
+        await blocker.query('START TRANSACTION');
+        await blocker.execute(`SELECT 1 FROM ${quote(table)} WHERE lock_key = ? FOR UPDATE`, [key]);
+        const running = work();
+        running.catch(() => {});
+        await waitUntil(
+          `${waiters} sessions waiting for the row of ${key}`,
+          async () => (await lockingSessions()).length >= waiters,
+        );
+        await blocker.query('COMMIT');
+        return await running;
+      } finally {
+        await blocker.query('ROLLBACK').catch(() => {});
+        blocker.release();
+      }
+    }
+
+    /** `count` stores on the shared tables, each on a pool of one connection (separate sessions, like separate processes). */
+    async function separateStores(count: number, use: (stores: MysqlLockStore[]) => Promise<void>) {
+      const pools = Array.from({ length: count }, () =>
+        mysql.createPool({ uri: mysqlUrl, connectionLimit: 1 }),
+      );
       try {
         const stores = pools.map((each) => new MysqlLockStore(each, { table }));
         await Promise.all(stores.map((each) => each.now()));
+        await use(stores);
+      } finally {
+        await Promise.all(pools.map((each) => each.end()));
+      }
+    }
+
+    const grantsOf = (results: ClaimResult[]) =>
+      results.flatMap((result) => (result.status === 'granted' ? [result.lease] : []));
+
+    it('grants exactly one of 20 concurrent claims of one occurrence from separate pools, also when all wait for the row lock', async () => {
+      const job = 'race-job';
+      const at = past(3_000);
+      await separateStores(20, async (stores) => {
         const race = (scheduledAt: number) =>
           Promise.all(
             stores.map((each, index) =>
               each.claimOccurrence(request(job, scheduledAt, { instance: `host:${index}` })),
             ),
           );
-        const grantsOf = (results: Awaited<ReturnType<typeof race>>) =>
-          results.flatMap((result) => (result.status === 'granted' ? [result.lease] : []));
 
         // A key no claim has seen yet: they race to create its row.
         const first = await race(at);
@@ -521,24 +566,7 @@ describe.skipIf(!mysqlUrl)('MysqlLockStore', () => {
         await store.finishOccurrence(lease!, { outcome: 'success' });
 
         // All 20 wait for the key's row lock, then go at once.
-        await blocker.query('START TRANSACTION');
-        await blocker.execute(`SELECT 1 FROM ${quote(table)} WHERE lock_key = ? FOR UPDATE`, [job]);
-        const racing = race(at + 1_000);
-        // Each claim's transaction waits in its first statement, which locks the key's row.
-        const waiting = async () => {
-          const [rows] = await pool.query(
-            "SELECT COUNT(*) AS n FROM information_schema.processlist WHERE command = 'Execute' AND info LIKE ?",
-            [`INSERT INTO ${quote(table)} (lock_key%`],
-          );
-          return Number((rows as Array<{ n: number }>)[0]!.n);
-        };
-        for (const startedAt = performance.now(); (await waiting()) < 20; ) {
-          if (performance.now() - startedAt > 10_000)
-            throw new Error('the claims did not all wait for the row lock');
-          await new Promise((resolve) => setTimeout(resolve, 20));
-        }
-        await blocker.query('COMMIT');
-        const second = await racing;
+        const second = await behindRowLock(job, 20, () => race(at + 1_000));
         const [next] = grantsOf(second);
         expect(grantsOf(second)).toHaveLength(1);
         // No other claim took a token.
@@ -547,10 +575,33 @@ describe.skipIf(!mysqlUrl)('MysqlLockStore', () => {
           status: 'skipped',
           reason: 'already-done',
         });
-      } finally {
-        blocker.release();
-        await Promise.all(pools.map((each) => each.end()));
-      }
+      });
+    });
+
+    it('grants one takeover of an abandoned occurrence to 20 claims that waited for its row lock: each claim decides on what the one before it committed', async () => {
+      // allow-all takes no lease on the key: only the occurrence's own row says it was taken over,
+      // so a claim that read it from a snapshot older than the winner's commit would take it too.
+      const job = 'takeover-race-job';
+      const at = past(3_000);
+      const abandoned = await granted(store, request(job, at, { overlap: 'allow-all' }));
+      await expire(job, job, at);
+      await separateStores(20, async (stores) => {
+        const claims = await behindRowLock(job, 20, () =>
+          Promise.all(
+            stores.map((each, index) =>
+              each.claimOccurrence(request(job, at, { overlap: 'allow-all', instance: `host:${index}` })),
+            ),
+          ),
+        );
+        const grants = grantsOf(claims);
+        expect(grants).toHaveLength(1);
+        expect(claims.filter((claim) => claim.status === 'granted' && claim.takeover)).toHaveLength(1);
+        expect(claims.filter((claim) => claim.status === 'wait' && claim.runningElsewhere)).toHaveLength(19);
+        expect(grants[0]!.token).toBe(abandoned.token + 1);
+        expect(await store.runHistory(job)).toMatchObject([
+          { scheduledAt: at, outcome: 'running', token: grants[0]!.token, takeovers: 1 },
+        ]);
+      });
     });
 
     it('fences a finish by an earlier holder: StaleTokenError with the highest token, the record untouched, its own lease released', async () => {
