@@ -85,6 +85,9 @@ FROM ${t.instances} WHERE expires_at_ms > ${nowMs} AND LEFT(instance, ?) = ? ORD
 
 const ignore = () => {};
 
+/** How many times a batch's transaction is run when InnoDB keeps choosing it as a deadlock's victim. */
+const maxLedgerAttempts = 3;
+
 /** An occurrence's instant as the tables keep it: whole epoch ms (the scheduler's always are). */
 function checkWholeMs(option: string, value: number): void {
   if (!Number.isSafeInteger(value)) throw new InvalidOptionError(option, value, 'whole epoch milliseconds');
@@ -438,22 +441,32 @@ export class MysqlLockStore implements LockStore, RunLedger, InstanceRegistry {
   /**
    * A batch of the ledger's decisions in one transaction on a connection of the pool (see
    * ledger.ts), bounded like any operation. A transaction InnoDB chose as a deadlock's victim is
-   * run again; a table dropped since set-up is created again (with createTable) and the batch sent
-   * once more.
+   * run again while the bound lasts; a table dropped since set-up is created again (with
+   * createTable) and the batch sent once more.
+   *
+   * Once the bound has run out, the callers have been told the store did not answer, so the batch
+   * must not commit after that: a transaction still going (waiting for a row lock, say) is rolled
+   * back instead, and a batch still waiting for a pooled connection is not sent.
    */
   #applyLedgerCalls(calls: readonly LedgerCall[]): Promise<Applied[]> {
     const operation = [...new Set(calls.map((call) => call.target.operation))].join('/');
+    let expired = false;
+    const isExpired = () => expired;
     const apply = async () => {
       const connection = await this.#pool.getConnection();
+      if (expired) {
+        connection.release();
+        throw new Error('the bound ran out before a pooled connection was free');
+      }
       // A connection that breaks while it is checked out may emit 'error' more than once; the pool
       // listens only once. The failure reaches the batch through its statement.
       connection.connection.on('error', ignore);
       try {
         for (let attempt = 1; ; attempt++) {
           try {
-            return await applyLedgerBatch(connection, this.#ledgerSql, this.#prefix, calls);
+            return await applyLedgerBatch(connection, this.#ledgerSql, this.#prefix, calls, isExpired);
           } catch (error) {
-            if (!isDeadlock(error) || attempt === 3) throw error;
+            if (expired || !isDeadlock(error) || attempt === maxLedgerAttempts) throw error;
           }
         }
       } catch (error) {
@@ -465,7 +478,9 @@ export class MysqlLockStore implements LockStore, RunLedger, InstanceRegistry {
         connection.release();
       }
     };
-    return this.#bounded(operation, this.#withTables(apply));
+    return this.#bounded(operation, this.#withTables(apply), () => {
+      expired = true;
+    });
   }
 
   async #read<R>(operation: string, sql: string, values: Parameter[]): Promise<R[]> {
@@ -509,15 +524,17 @@ export class MysqlLockStore implements LockStore, RunLedger, InstanceRegistry {
   }
 
   // The statement itself cannot be cancelled from here; when the bound runs out the caller gets
-  // StoreUnavailableError at once and the late answer is dropped. A lease acquired by an answer
-  // that came too late expires on its own after ttl.
-  #bounded<T>(operation: string, work: Promise<T>): Promise<T> {
+  // StoreUnavailableError at once, `onExpiry` tells the work, and the late answer is dropped. A
+  // lease acquired by a statement that answered too late expires on its own after ttl; a ledger
+  // batch rolls back instead (see #applyLedgerCalls).
+  #bounded<T>(operation: string, work: Promise<T>, onExpiry?: () => void): Promise<T> {
     const failed = work.catch((error: unknown) => {
       const failure = storeError(operation, error, this.#createTable);
       if (isStoreSetupError(failure)) this.#setupError = failure;
       throw failure;
     });
     return withDeadline(failed, this.#timeoutMs, () => {
+      onExpiry?.();
       throw storeError(operation, new Error(`no answer within ${this.#timeoutMs} ms`), this.#createTable);
     });
   }

@@ -504,28 +504,63 @@ describe.skipIf(!mysqlUrl)('MysqlLockStore', () => {
       return (rows as Array<{ id: number }>).map((row) => Number(row.id));
     }
 
-    /**
-     * Holds `key`'s lease row locked in a transaction of its own, starts `work`, waits until
-     * `waiters` sessions wait for that row, then commits: they all go at once, in the order InnoDB
-     * gives them the lock. Resolves with what `work` resolves with.
-     */
-    async function behindRowLock<T>(key: string, waiters: number, work: () => Promise<T>): Promise<T> {
+    /** Locks `key`'s lease row in a transaction of its own; resolves with the function that commits it. */
+    async function holdRowLock(key: string): Promise<() => Promise<void>> {
       const blocker = await pool.getConnection();
       try {
         await blocker.query('START TRANSACTION');
         await blocker.execute(`SELECT 1 FROM ${quote(table)} WHERE lock_key = ? FOR UPDATE`, [key]);
-        const running = work();
+      } catch (error) {
+        blocker.release();
+        throw error;
+      }
+      return async () => {
+        try {
+          await blocker.query('COMMIT');
+        } finally {
+          blocker.release();
+        }
+      };
+    }
+
+    /**
+     * Holds `key`'s lease row locked, starts `work`, waits until `waiters` sessions wait for that
+     * row, then commits: they all go at once, in the order InnoDB gives them the lock. Resolves with
+     * what `work` resolves with.
+     */
+    async function behindRowLock<T>(key: string, waiters: number, work: () => Promise<T>): Promise<T> {
+      const unlock = await holdRowLock(key);
+      let running: Promise<T>;
+      try {
+        running = work();
         running.catch(() => {});
         await waitUntil(
           `${waiters} sessions waiting for the row of ${key}`,
           async () => (await lockingSessions()).length >= waiters,
         );
-        await blocker.query('COMMIT');
-        return await running;
       } finally {
-        await blocker.query('ROLLBACK').catch(() => {});
-        blocker.release();
+        await unlock();
       }
+      return running;
+    }
+
+    /**
+     * Resolves once none of `sessions` runs a statement or has a transaction open (or is still
+     * connected). Polled every 200 ms: InnoDB refreshes its innodb_trx cache only when it was not
+     * read for 100 ms.
+     */
+    async function settled(sessions: number[]): Promise<void> {
+      const busy = async () => {
+        const [rows] = await pool.query(
+          `SELECT id FROM information_schema.processlist WHERE id IN (?) AND command <> 'Sleep'
+           UNION ALL SELECT trx_mysql_thread_id FROM information_schema.innodb_trx WHERE trx_mysql_thread_id IN (?)`,
+          [sessions, sessions],
+        );
+        return (rows as unknown[]).length;
+      };
+      await waitUntil('the sessions to end their transactions', async () => (await busy()) === 0, {
+        intervalMs: 200,
+      });
     }
 
     /** `count` stores on the shared tables, each on a pool of one connection (separate sessions, like separate processes). */
@@ -602,6 +637,65 @@ describe.skipIf(!mysqlUrl)('MysqlLockStore', () => {
           { scheduledAt: at, outcome: 'running', token: grants[0]!.token, takeovers: 1 },
         ]);
       });
+    });
+
+    it('a batch that outlives the timeout waiting for a row lock fails with StoreUnavailableError, and commits nothing once the row is free', async () => {
+      const job = 'late-job';
+      const at = past(2_000);
+      // A pool of its own: the test's reads below must not run on the claim's session.
+      const own = mysql.createPool({ uri: mysqlUrl, connectionLimit: 2 });
+      const impatient = new MysqlLockStore(own, { table, timeout: 300 });
+      const unlock = await holdRowLock(job);
+      let sessions: number[] = [];
+      let error: unknown;
+      try {
+        const claim = impatient.claimOccurrence(request(job, at));
+        await waitUntil('the claim to wait for the row', async () => {
+          sessions = await lockingSessions();
+          return sessions.length > 0;
+        });
+        error = await claim.catch((caught: unknown) => caught);
+      } finally {
+        await unlock();
+      }
+      try {
+        expect(isStoreUnavailableError(error)).toBe(true);
+        expect((error as Error).message).toMatch(/no answer within 300 ms/);
+        // The row is free: the claim's transaction gets it now, and must end without committing.
+        await settled(sessions);
+        expect(await store.runHistory(job)).toEqual([]);
+        expect(await store.inspect(job)).toBeUndefined();
+        expect(await impatient.claimOccurrence(request(job, at))).toMatchObject({
+          status: 'granted',
+          takeover: false,
+        });
+      } finally {
+        await own.end();
+      }
+    });
+
+    it('a batch that waited for a pooled connection past the timeout fails with StoreUnavailableError, and is not sent once one is free', async () => {
+      const single = mysql.createPool({ uri: mysqlUrl, connectionLimit: 1 });
+      try {
+        const impatient = new MysqlLockStore(single, { table, timeout: 300 });
+        await impatient.now();
+        const job = 'pool-late-job';
+        const at = past(2_000);
+        const busy = await single.getConnection();
+        let error: unknown;
+        try {
+          error = await impatient.claimOccurrence(request(job, at)).catch((caught: unknown) => caught);
+        } finally {
+          busy.release();
+        }
+        expect(isStoreUnavailableError(error)).toBe(true);
+        // The pool hands out its one connection in turn: the batch had its turn before this read.
+        expect(await impatient.now()).toBeGreaterThan(0);
+        expect(await store.runHistory(job)).toEqual([]);
+        expect(await impatient.claimOccurrence(request(job, at))).toMatchObject({ status: 'granted' });
+      } finally {
+        await single.end();
+      }
     });
 
     it('fences a finish by an earlier holder: StaleTokenError with the highest token, the record untouched, its own lease released', async () => {
