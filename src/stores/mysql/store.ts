@@ -30,7 +30,7 @@ import {
   checkString,
 } from '../ledger-arguments.ts';
 import { mysqlLedgerBatchLimits, mysqlLockStoreDefaults } from './defaults.ts';
-import { checkStoredKey, isDeadlock, isMissingTable, isServerError, storeError } from './errors.ts';
+import { checkStoredKey, isLockContention, isMissingTable, isServerError, storeError } from './errors.ts';
 import { applyLedgerBatch, type LedgerCall, ledgerStatements, text } from './ledger.ts';
 import type { MysqlLockStoreOptions } from './options.ts';
 import { ReleasePolls } from './release-notifications.ts';
@@ -85,7 +85,7 @@ FROM ${t.instances} WHERE expires_at_ms > ${nowMs} AND LEFT(instance, ?) = ? ORD
 
 const ignore = () => {};
 
-/** How many times a batch's transaction is run when InnoDB keeps choosing it as a deadlock's victim. */
+/** How many times a batch's transaction is run when it keeps losing to row locks (within its bound). */
 const maxLedgerAttempts = 3;
 
 /** An occurrence's instant as the tables keep it: whole epoch ms (the scheduler's always are). */
@@ -440,9 +440,9 @@ export class MysqlLockStore implements LockStore, RunLedger, InstanceRegistry {
 
   /**
    * A batch of the ledger's decisions in one transaction on a connection of the pool (see
-   * ledger.ts), bounded like any operation. A transaction InnoDB chose as a deadlock's victim is
-   * run again while the bound lasts; a table dropped since set-up is created again (with
-   * createTable) and the batch sent once more.
+   * ledger.ts), bounded like any operation. A transaction that lost to a row lock (a deadlock's
+   * victim, or a lock wait past `innodb_lock_wait_timeout`) is run again while the bound lasts; a
+   * table dropped since set-up is created again (with createTable) and the batch sent once more.
    *
    * Once the bound has run out, the callers have been told the store did not answer, so the batch
    * must not commit after that: a transaction still going (waiting for a row lock, say) is rolled
@@ -466,7 +466,7 @@ export class MysqlLockStore implements LockStore, RunLedger, InstanceRegistry {
           try {
             return await applyLedgerBatch(connection, this.#ledgerSql, this.#prefix, calls, isExpired);
           } catch (error) {
-            if (expired || !isDeadlock(error) || attempt === maxLedgerAttempts) throw error;
+            if (expired || !isLockContention(error) || attempt === maxLedgerAttempts) throw error;
           }
         }
       } catch (error) {

@@ -674,6 +674,32 @@ describe.skipIf(!mysqlUrl)('MysqlLockStore', () => {
       }
     });
 
+    it('a batch that waits for a row lock past innodb_lock_wait_timeout is run again while its bound lasts: a busy store is not a down one', async () => {
+      const short = mysql.createPool({ uri: mysqlUrl, connectionLimit: 2 });
+      short.pool.on('connection', (connection) => {
+        connection.query('SET SESSION innodb_lock_wait_timeout = 1');
+      });
+      try {
+        const patient = new MysqlLockStore(short, { table, timeout: 10_000 });
+        const job = 'contended-job';
+        const at = past(2_000);
+        await patient.now();
+        const unlock = await holdRowLock(job);
+        let claim: Promise<ClaimResult>;
+        try {
+          claim = patient.claimOccurrence(request(job, at));
+          claim.catch(() => {});
+          // Held past the first attempt's wait of 1 s, which fails with ER_LOCK_WAIT_TIMEOUT.
+          await new Promise((resolve) => setTimeout(resolve, 1_500));
+        } finally {
+          await unlock();
+        }
+        expect(await claim).toMatchObject({ status: 'granted', lease: { scheduledAt: at } });
+      } finally {
+        await short.end();
+      }
+    });
+
     it('a batch that waited for a pooled connection past the timeout fails with StoreUnavailableError, and is not sent once one is free', async () => {
       const single = mysql.createPool({ uri: mysqlUrl, connectionLimit: 1 });
       try {
