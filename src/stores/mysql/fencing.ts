@@ -31,7 +31,11 @@ interface FenceStatements {
    * concurrent fenced transactions on one resource serialize until the first commits or rolls back.
    */
   readonly fence: string;
-  /** The resource's highest token, read under that lock. */
+  /**
+   * The resource's highest token, read under that lock. A locking read: it sees the latest
+   * committed token whatever snapshot the transaction has, also when the fence wrote nothing (a
+   * lower token changes no column, so the row would not be the transaction's own change).
+   */
   readonly highest: string;
 }
 
@@ -41,7 +45,7 @@ function fenceStatements(options: MysqlTableOptions | undefined): FenceStatement
     prefix,
     fence: `INSERT INTO ${fences} (resource, token, fenced_at_ms) VALUES (?, ?, ${nowMs})
 ON DUPLICATE KEY UPDATE fenced_at_ms = IF(token <= ?, ${nowMs}, fenced_at_ms), token = GREATEST(token, ?)`,
-    highest: `SELECT token FROM ${fences} WHERE resource = ?`,
+    highest: `SELECT token FROM ${fences} WHERE resource = ? FOR UPDATE`,
   };
 }
 
