@@ -649,12 +649,12 @@ describe.skipIf(!mysqlUrl)('MysqlLockStore', () => {
       let sessions: number[] = [];
       let error: unknown;
       try {
-        const claim = impatient.claimOccurrence(request(job, at));
+        const claim = impatient.claimOccurrence(request(job, at)).catch((caught: unknown) => caught);
         await waitUntil('the claim to wait for the row', async () => {
           sessions = await lockingSessions();
           return sessions.length > 0;
         });
-        error = await claim.catch((caught: unknown) => caught);
+        error = await claim;
       } finally {
         await unlock();
       }
@@ -723,6 +723,41 @@ describe.skipIf(!mysqlUrl)('MysqlLockStore', () => {
         await single.end();
       }
     });
+
+    for (const kill of ['CONNECTION', 'QUERY'] as const) {
+      it(`a batch whose ${kill === 'CONNECTION' ? 'connection is killed' : 'statement is interrupted'} mid-transaction fails with StoreUnavailableError, writes nothing, and the next batch works${kill === 'CONNECTION' ? ' on a new connection' : ''}`, async () => {
+        const job = `killed-${kill}-job`;
+        const at = past(2_000);
+        // One connection: the next claim needs the pool to have dropped (or kept) it rightly.
+        const single = mysql.createPool({ uri: mysqlUrl, connectionLimit: 1 });
+        try {
+          const victim = new MysqlLockStore(single, { table });
+          await victim.now();
+          const unlock = await holdRowLock(job);
+          let error: unknown;
+          try {
+            const claim = victim.claimOccurrence(request(job, at)).catch((caught: unknown) => caught);
+            let sessions: number[] = [];
+            await waitUntil('the claim to wait for the row', async () => {
+              sessions = await lockingSessions();
+              return sessions.length > 0;
+            });
+            await pool.query(`KILL ${kill} ${sessions[0]}`);
+            error = await claim;
+          } finally {
+            await unlock();
+          }
+          expect(isStoreUnavailableError(error)).toBe(true);
+          expect((error as Error).message).toMatch(
+            kill === 'CONNECTION' ? /PROTOCOL_CONNECTION_LOST/ : /ER_QUERY_INTERRUPTED/,
+          );
+          expect(await store.runHistory(job)).toEqual([]);
+          expect(await victim.claimOccurrence(request(job, at))).toMatchObject({ status: 'granted' });
+        } finally {
+          await single.end();
+        }
+      });
+    }
 
     it('fences a finish by an earlier holder: StaleTokenError with the highest token, the record untouched, its own lease released', async () => {
       const job = 'stale-job';
