@@ -51,7 +51,9 @@ export function ledgerStatements(t: MysqlTables) {
     ['cancelled', 'BOOLEAN'],
     ['deadline_ms', 'BIGINT'],
     ['takeovers', 'INT'],
-    ['error', 'LONGTEXT'],
+    // Text columns of JSON_TABLE take the database's default character set (latin1 on many a
+    // server): utf8mb4, or an error's text would lose what latin1 cannot hold.
+    ['error', 'LONGTEXT CHARACTER SET utf8mb4'],
   ]);
   const putColumns = `lock_key, job, ${entryColumns}`;
   return {
