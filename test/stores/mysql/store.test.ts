@@ -722,30 +722,6 @@ describe.skipIf(!mysqlUrl)('MysqlLockStore', () => {
       }
     });
 
-    it('a batch that waited for a pooled connection past the timeout fails with StoreUnavailableError, and is not sent once one is free', async () => {
-      const single = mysql.createPool({ uri: mysqlUrl, connectionLimit: 1 });
-      try {
-        const impatient = new MysqlLockStore(single, { table, timeout: 300 });
-        await impatient.now();
-        const job = 'pool-late-job';
-        const at = past(2_000);
-        const busy = await single.getConnection();
-        let error: unknown;
-        try {
-          error = await impatient.claimOccurrence(request(job, at)).catch((caught: unknown) => caught);
-        } finally {
-          busy.release();
-        }
-        expect(isStoreUnavailableError(error)).toBe(true);
-        // The pool hands out its one connection in turn: the batch had its turn before this read.
-        expect(await impatient.now()).toBeGreaterThan(0);
-        expect(await store.runHistory(job)).toEqual([]);
-        expect(await impatient.claimOccurrence(request(job, at))).toMatchObject({ status: 'granted' });
-      } finally {
-        await single.end();
-      }
-    });
-
     for (const kill of ['CONNECTION', 'QUERY'] as const) {
       it(`a batch whose ${kill === 'CONNECTION' ? 'connection is killed' : 'statement is interrupted'} mid-transaction fails with StoreUnavailableError, writes nothing, and the next batch works${kill === 'CONNECTION' ? ' on a new connection' : ''}`, async () => {
         const job = `killed-${kill}-job`;
@@ -997,6 +973,48 @@ describe.skipIf(!mysqlUrl)('MysqlLockStore', () => {
         await deadPool.end();
       }
     });
+
+    // What each operation leaves behind when it runs: a lease nobody holds would block the key
+    // for its ttl, a claim an occurrence marked running by an owner nobody has.
+    const lateOperations: Array<
+      [string, (store: MysqlLockStore) => Promise<unknown>, () => Promise<unknown>]
+    > = [
+      [
+        'a lease',
+        (late) => late.acquire('pool-late-key', 'late', 60_000),
+        () => store.inspect('pool-late-key'),
+      ],
+      [
+        'a claim (a run ledger batch)',
+        (late) => late.claimOccurrence(request('pool-late-job', past(2_000))),
+        async () => (await store.runHistory('pool-late-job'))[0],
+      ],
+    ];
+    for (const [what, operation, leftBehind] of lateOperations) {
+      it(`${what} that waited for a pooled connection past the timeout fails with StoreUnavailableError, and is not sent once one is free`, async () => {
+        const single = mysql.createPool({ uri: mysqlUrl, connectionLimit: 1 });
+        try {
+          const impatient = new MysqlLockStore(single, { table, timeout: 300 });
+          await impatient.now();
+          const busy = await single.getConnection();
+          let error: unknown;
+          try {
+            error = await operation(impatient).catch((caught: unknown) => caught);
+          } finally {
+            busy.release();
+          }
+          expect(isStoreUnavailableError(error)).toBe(true);
+          expect((error as Error).message).toMatch(/no answer within 300 ms/);
+          // The pool hands out its one connection in turn: the operation had its turn before this read.
+          expect(await impatient.now()).toBeGreaterThan(0);
+          expect(await leftBehind()).toBeUndefined();
+          await expect(operation(impatient)).resolves.toBeTruthy();
+          expect(await leftBehind()).toBeDefined();
+        } finally {
+          await single.end();
+        }
+      });
+    }
 
     it('a server that accepts connections and never answers is bounded by the store timeout', async () => {
       const sockets = new Set<Socket>();
