@@ -8,14 +8,15 @@ import { nowMs, resolveTables } from './schema.ts';
 /**
  * `withFencedTransaction`'s transaction ended before its COMMIT: a statement inside it failed in
  * a way that rolls the whole transaction back (InnoDB chose it as a deadlock's victim, say) and
- * the work caught the error and went on. Nothing the work wrote before that failure was
- * committed; statements it ran after it ran on their own, outside any transaction.
+ * the work caught the error and went on, or the work ended it itself (`ROLLBACK`, `COMMIT`, or a
+ * statement that commits implicitly, such as DDL). Statements the work ran after that ran on their
+ * own, outside any transaction and outside the fence.
  */
 export class TransactionAbortedError extends ResilienceError {
   readonly code = 'TRANSACTION_ABORTED';
   constructor(readonly resource: string) {
     super(
-      `The fenced transaction on "${resource}" was rolled back before COMMIT because a statement in it failed; nothing it wrote before that was committed.`,
+      `The fenced transaction on "${resource}" ended before COMMIT: a statement in it failed and rolled it back (what it wrote before was not committed), or the work ended it itself (ROLLBACK, COMMIT, or DDL, which commits implicitly). What the work ran after that ran outside the transaction, unfenced.`,
     );
     this.name = 'TransactionAbortedError';
   }

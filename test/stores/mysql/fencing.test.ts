@@ -186,6 +186,28 @@ describe.skipIf(!mysqlUrl)('withFencedTransaction on MySQL', () => {
     expect(await fenceOf('aborted')).toBeUndefined();
   });
 
+  it('work that commits implicitly (DDL) is TransactionAbortedError, which does not claim that nothing was written', async () => {
+    const error = await withFencedTransaction(
+      pool,
+      'implicit',
+      4,
+      async (connection) => {
+        await connection.execute(
+          `INSERT INTO \`${reports}\` (resource, body) VALUES ('implicit', 'committed by DDL')`,
+        );
+        await connection.query(`CREATE TABLE IF NOT EXISTS \`${reports}\` (id INT PRIMARY KEY)`);
+        await connection.execute(
+          `INSERT INTO \`${reports}\` (resource, body) VALUES ('implicit', 'unfenced')`,
+        );
+      },
+      options,
+    ).catch((caught: unknown) => caught);
+    expect(isTransactionAbortedError(error)).toBe(true);
+    expect((error as Error).message).toMatch(/or the work ended it itself \(ROLLBACK, COMMIT, or DDL/);
+    expect(await bodiesOf('implicit')).toEqual(['committed by DDL', 'unfenced']);
+    expect(await fenceOf('implicit')).toBe(4);
+  });
+
   it('keeps the fences of stores with different prefixes apart', async () => {
     const other = { table, prefix: 'other-app:' };
     await write('shared', 100, 'mine');
