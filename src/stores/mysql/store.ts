@@ -21,6 +21,7 @@ import { withDeadline } from '../../pipeline/time.ts';
 import { isStoreSetupError, StaleTokenError, type StoreSetupError } from '../../strategies/lock/errors.ts';
 import type { LeaseInfo, LockStore } from '../../strategies/lock/store.ts';
 import { CallBatches } from '../call-batches.ts';
+import { redactCredentials } from '../credentials.ts';
 import {
   checkClaimRequest,
   checkCount,
@@ -93,6 +94,19 @@ function checkWholeMs(option: string, value: number): void {
   if (!Number.isSafeInteger(value)) throw new InvalidOptionError(option, value, 'whole epoch milliseconds');
 }
 
+/**
+ * What was given instead of a pool, as an error may show it: a connection URL or a pool's config
+ * given by mistake holds the password, so a URL is redacted and a plain object shows its field
+ * names only.
+ */
+function shownPool(value: unknown): unknown {
+  if (typeof value === 'string') return redactCredentials(value);
+  if (typeof value === 'object' && value !== null && Object.getPrototypeOf(value) === Object.prototype) {
+    return Object.fromEntries(Object.keys(value).map((field) => [field, '…']));
+  }
+  return value;
+}
+
 /** What the store binds to a statement's placeholders. */
 type Parameter = string | number | null;
 
@@ -153,7 +167,11 @@ export class MysqlLockStore implements LockStore, RunLedger, InstanceRegistry {
       // mysql2's callback pool: its promise pool is pool.promise().
       typeof (pool as { promise?: unknown }).promise === 'function'
     ) {
-      throw new InvalidOptionError('pool', pool, 'a mysql2/promise pool (createPool from mysql2/promise)');
+      throw new InvalidOptionError(
+        'pool',
+        shownPool(pool),
+        'a mysql2/promise pool (createPool from mysql2/promise)',
+      );
     }
     this.#pool = pool;
     this.#tables = resolveTables(options);

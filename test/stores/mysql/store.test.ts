@@ -372,6 +372,21 @@ describe.skipIf(!mysqlUrl)('MysqlLockStore', () => {
         expect((caught as { option: string }).option).toBe(option);
       }
       expect(() => new MysqlLockStore(undefined as never)).toThrow(/pool/);
+      // A URL or a pool's config given instead of a pool: the error names them without the password.
+      for (const given of [
+        'mysql://app:s3cret@db:3306/app',
+        { host: 'db', user: 'app', password: 's3cret' },
+      ]) {
+        let caught: unknown;
+        try {
+          new MysqlLockStore(given as never);
+        } catch (error) {
+          caught = error;
+        }
+        expect(caught).toMatchObject({ code: 'INVALID_OPTION', option: 'pool' });
+        expect(`${(caught as Error).message} ${inspect(caught, { depth: 10 })}`).not.toContain('s3cret');
+        expect((caught as Error).message).toMatch(/mysql:\/\/app:\[redacted\]@db|"password":"…"/);
+      }
       // mysql2's callback pool: the store needs its promise pool.
       expect(() => new MysqlLockStore(pool.pool as never)).toThrow(/mysql2\/promise/);
     });
