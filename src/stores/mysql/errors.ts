@@ -16,9 +16,15 @@ export function isMissingTable(error: unknown): boolean {
   return (error as MysqlErrorFields | null | undefined)?.errno === 1146;
 }
 
-/** ER_LOCK_DEADLOCK: InnoDB rolled the whole transaction back; it may be run again. */
-export function isDeadlock(error: unknown): boolean {
-  return (error as MysqlErrorFields | null | undefined)?.errno === 1213;
+/**
+ * A transaction that lost to another one's row lock: chosen as a deadlock's victim
+ * (ER_LOCK_DEADLOCK, InnoDB rolled it back), or it waited longer than `innodb_lock_wait_timeout`
+ * (ER_LOCK_WAIT_TIMEOUT, the statement was rolled back). The store is busy, not down: the
+ * transaction may be run again.
+ */
+export function isLockContention(error: unknown): boolean {
+  const errno = (error as MysqlErrorFields | null | undefined)?.errno;
+  return errno === 1213 || errno === 1205;
 }
 
 /** True for an error the server sent (as opposed to a lost or refused connection). */

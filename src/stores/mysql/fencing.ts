@@ -8,14 +8,15 @@ import { nowMs, resolveTables } from './schema.ts';
 /**
  * `withFencedTransaction`'s transaction ended before its COMMIT: a statement inside it failed in
  * a way that rolls the whole transaction back (InnoDB chose it as a deadlock's victim, say) and
- * the work caught the error and went on. Nothing the work wrote before that failure was
- * committed; statements it ran after it ran on their own, outside any transaction.
+ * the work caught the error and went on, or the work ended it itself (`ROLLBACK`, `COMMIT`, or a
+ * statement that commits implicitly, such as DDL). Statements the work ran after that ran on their
+ * own, outside any transaction and outside the fence.
  */
 export class TransactionAbortedError extends ResilienceError {
   readonly code = 'TRANSACTION_ABORTED';
   constructor(readonly resource: string) {
     super(
-      `The fenced transaction on "${resource}" was rolled back before COMMIT because a statement in it failed; nothing it wrote before that was committed.`,
+      `The fenced transaction on "${resource}" ended before COMMIT: a statement in it failed and rolled it back (what it wrote before was not committed), or the work ended it itself (ROLLBACK, COMMIT, or DDL, which commits implicitly). What the work ran after that ran outside the transaction, unfenced.`,
     );
     this.name = 'TransactionAbortedError';
   }
@@ -31,7 +32,11 @@ interface FenceStatements {
    * concurrent fenced transactions on one resource serialize until the first commits or rolls back.
    */
   readonly fence: string;
-  /** The resource's highest token, read under that lock. */
+  /**
+   * The resource's highest token, read under that lock. A locking read: it sees the latest
+   * committed token whatever snapshot the transaction has, also when the fence wrote nothing (a
+   * lower token changes no column, so the row would not be the transaction's own change).
+   */
   readonly highest: string;
 }
 
@@ -41,7 +46,7 @@ function fenceStatements(options: MysqlTableOptions | undefined): FenceStatement
     prefix,
     fence: `INSERT INTO ${fences} (resource, token, fenced_at_ms) VALUES (?, ?, ${nowMs})
 ON DUPLICATE KEY UPDATE fenced_at_ms = IF(token <= ?, ${nowMs}, fenced_at_ms), token = GREATEST(token, ?)`,
-    highest: `SELECT token FROM ${fences} WHERE resource = ?`,
+    highest: `SELECT token FROM ${fences} WHERE resource = ? FOR UPDATE`,
   };
 }
 

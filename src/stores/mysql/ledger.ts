@@ -51,7 +51,9 @@ export function ledgerStatements(t: MysqlTables) {
     ['cancelled', 'BOOLEAN'],
     ['deadline_ms', 'BIGINT'],
     ['takeovers', 'INT'],
-    ['error', 'LONGTEXT'],
+    // Text columns of JSON_TABLE take the database's default character set (latin1 on many a
+    // server): utf8mb4, or an error's text would lose what latin1 cannot hold.
+    ['error', 'LONGTEXT CHARACTER SET utf8mb4'],
   ]);
   const putColumns = `lock_key, job, ${entryColumns}`;
   return {
@@ -169,13 +171,15 @@ const wellFormed = (value: string | undefined): string | null =>
 /**
  * Decides and writes one batch of calls in one transaction on `connection` (see above), with
  * `prefix` before every key. Resolves with each call's {@link Applied}, in order; a failed
- * statement rolls the whole batch back.
+ * statement rolls the whole batch back, and so does `abandoned()` turning true before COMMIT (the
+ * callers were told the batch failed).
  */
 export async function applyLedgerBatch(
   connection: PoolConnection,
   sql: Statements,
   prefix: string,
   calls: readonly LedgerCall[],
+  abandoned: () => boolean,
 ): Promise<Applied[]> {
   const targets = calls.map((call) => call.target);
   const keys = JSON.stringify(targets.map((target) => [prefix + target.key]));
@@ -263,6 +267,7 @@ export async function applyLedgerBatch(
     });
     const tokens = await writeLeases(connection, sql, prefix, calls, changes, leases, now);
     await writeEntries(connection, sql, prefix, calls, changes, tokens);
+    if (abandoned()) throw new Error('abandoned: the bound ran out before COMMIT');
     await connection.query('COMMIT');
     return tokens.map((token) => (token === undefined ? {} : { token }));
   } catch (error) {

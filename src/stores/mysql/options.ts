@@ -27,8 +27,9 @@ export interface MysqlLockStoreOptions extends MysqlTableOptions {
   createTable?: boolean;
   /**
    * Bound on each store operation, waiting for a pooled connection included. When it runs out the
-   * operation fails with `StoreUnavailableError` (the lock fails closed). Also set the pool's
-   * `connectTimeout` so connections to an unreachable server are given up. Defaults to 5 s.
+   * operation fails with `StoreUnavailableError` (the lock fails closed), and one still waiting for
+   * a connection is not sent. Also set the pool's `connectTimeout` so connections to an
+   * unreachable server are given up. Defaults to 5 s.
    */
   timeout?: Duration;
 }

@@ -1,4 +1,4 @@
-import type { Pool } from 'mysql2/promise';
+import type { Pool, PoolConnection } from 'mysql2/promise';
 import {
   type ClaimRequest,
   type ClaimResult,
@@ -21,6 +21,7 @@ import { withDeadline } from '../../pipeline/time.ts';
 import { isStoreSetupError, StaleTokenError, type StoreSetupError } from '../../strategies/lock/errors.ts';
 import type { LeaseInfo, LockStore } from '../../strategies/lock/store.ts';
 import { CallBatches } from '../call-batches.ts';
+import { redactCredentials } from '../credentials.ts';
 import {
   checkClaimRequest,
   checkCount,
@@ -30,7 +31,7 @@ import {
   checkString,
 } from '../ledger-arguments.ts';
 import { mysqlLedgerBatchLimits, mysqlLockStoreDefaults } from './defaults.ts';
-import { checkStoredKey, isDeadlock, isMissingTable, isServerError, storeError } from './errors.ts';
+import { checkStoredKey, isLockContention, isMissingTable, isServerError, storeError } from './errors.ts';
 import { applyLedgerBatch, type LedgerCall, ledgerStatements, text } from './ledger.ts';
 import type { MysqlLockStoreOptions } from './options.ts';
 import { ReleasePolls } from './release-notifications.ts';
@@ -94,9 +95,25 @@ FROM ${t.instances} WHERE expires_at_ms > ${nowMs} AND LEFT(instance, ?) = ? ORD
 
 const ignore = () => {};
 
+/** How many times a batch's transaction is run when it keeps losing to row locks (within its bound). */
+const maxLedgerAttempts = 3;
+
 /** An occurrence's instant as the tables keep it: whole epoch ms (the scheduler's always are). */
 function checkWholeMs(option: string, value: number): void {
   if (!Number.isSafeInteger(value)) throw new InvalidOptionError(option, value, 'whole epoch milliseconds');
+}
+
+/**
+ * What was given instead of a pool, as an error may show it: a connection URL or a pool's config
+ * given by mistake holds the password, so a URL is redacted and a plain object shows its field
+ * names only.
+ */
+function shownPool(value: unknown): unknown {
+  if (typeof value === 'string') return redactCredentials(value);
+  if (typeof value === 'object' && value !== null && Object.getPrototypeOf(value) === Object.prototype) {
+    return Object.fromEntries(Object.keys(value).map((field) => [field, '…']));
+  }
+  return value;
 }
 
 /** What the store binds to a statement's placeholders. */
@@ -159,7 +176,11 @@ export class MysqlLockStore implements LockStore, RunLedger, InstanceRegistry {
       // mysql2's callback pool: its promise pool is pool.promise().
       typeof (pool as { promise?: unknown }).promise === 'function'
     ) {
-      throw new InvalidOptionError('pool', pool, 'a mysql2/promise pool (createPool from mysql2/promise)');
+      throw new InvalidOptionError(
+        'pool',
+        shownPool(pool),
+        'a mysql2/promise pool (createPool from mysql2/promise)',
+      );
     }
     this.#pool = pool;
     this.#tables = resolveTables(options);
@@ -258,7 +279,7 @@ export class MysqlLockStore implements LockStore, RunLedger, InstanceRegistry {
         this.#ready = false;
         this.#setup = undefined;
       }
-      await this.#bounded('now', this.#createTable ? this.#createTables() : this.#checkTables());
+      await this.#bounded('now', () => (this.#createTable ? this.#createTables() : this.#checkTables()));
       this.#setupError = undefined;
     }
     const [row] = await this.#read<{ now_ms: Numeric }>('now', this.#sql.now, []);
@@ -413,7 +434,7 @@ export class MysqlLockStore implements LockStore, RunLedger, InstanceRegistry {
    * `createTable` is false); call it to fail at start-up rather than on the first lock.
    */
   async ensureTables(): Promise<void> {
-    await this.#bounded('ensureTables', this.#createTables());
+    await this.#bounded('ensureTables', () => this.#createTables());
   }
 
   /** `value` checked as a key the tables can keep, with the store's prefix. */
@@ -456,42 +477,31 @@ export class MysqlLockStore implements LockStore, RunLedger, InstanceRegistry {
 
   /**
    * A batch of the ledger's decisions in one transaction on a connection of the pool (see
-   * ledger.ts), bounded like any operation. A transaction InnoDB chose as a deadlock's victim is
-   * run again; a table dropped since set-up is created again (with createTable) and the batch sent
-   * once more.
+   * ledger.ts), bounded like any operation. A transaction that lost to a row lock (a deadlock's
+   * victim, or a lock wait past `innodb_lock_wait_timeout`) is run again while the bound lasts; a
+   * table dropped since set-up is created again (with createTable) and the batch sent once more.
+   * Once the bound has run out, a transaction still going (waiting for a row lock, say) is rolled
+   * back instead of committed: its callers were told the store did not answer.
    */
   #applyLedgerCalls(calls: readonly LedgerCall[]): Promise<Applied[]> {
     const operation = [...new Set(calls.map((call) => call.target.operation))].join('/');
-    const apply = async () => {
-      const connection = await this.#pool.getConnection();
-      // A connection that breaks while it is checked out may emit 'error' more than once; the pool
-      // listens only once. The failure reaches the batch through its statement.
-      connection.connection.on('error', ignore);
-      try {
-        for (let attempt = 1; ; attempt++) {
-          try {
-            return await applyLedgerBatch(connection, this.#ledgerSql, this.#prefix, calls);
-          } catch (error) {
-            if (!isDeadlock(error) || attempt === 3) throw error;
+    return this.#bounded(operation, (expired) =>
+      this.#withTables(() =>
+        this.#withConnection(expired, async (connection) => {
+          for (let attempt = 1; ; attempt++) {
+            try {
+              return await applyLedgerBatch(connection, this.#ledgerSql, this.#prefix, calls, expired);
+            } catch (error) {
+              if (expired() || !isLockContention(error) || attempt === maxLedgerAttempts) throw error;
+            }
           }
-        }
-      } catch (error) {
-        // An error the server did not send (a lost connection): the connection is not reused.
-        if (!isServerError(error)) connection.destroy();
-        throw error;
-      } finally {
-        connection.connection.off('error', ignore);
-        connection.release();
-      }
-    };
-    return this.#bounded(operation, this.#withTables(apply));
+        }),
+      ),
+    );
   }
 
   async #read<R>(operation: string, sql: string, values: Parameter[]): Promise<R[]> {
-    const [rows] = await this.#bounded(
-      operation,
-      this.#withTables(() => this.#pool.execute(sql, values)),
-    );
+    const [rows] = await this.#bounded(operation, (expired) => this.#statement(sql, values, expired));
     return rows as R[];
   }
 
@@ -500,11 +510,44 @@ export class MysqlLockStore implements LockStore, RunLedger, InstanceRegistry {
     sql: string,
     values: Parameter[],
   ): Promise<{ affectedRows: number; insertId: number }> {
-    const [result] = await this.#bounded(
-      operation,
-      this.#withTables(() => this.#pool.execute(sql, values)),
-    );
+    const [result] = await this.#bounded(operation, (expired) => this.#statement(sql, values, expired));
     return result as { affectedRows: number; insertId: number };
+  }
+
+  /** One prepared statement, in autocommit, with the tables set up. */
+  #statement(sql: string, values: Parameter[], expired: () => boolean) {
+    return this.#withTables(() =>
+      this.#withConnection(expired, (connection) => connection.execute(sql, values)),
+    );
+  }
+
+  /**
+   * Runs `use` on a connection of the pool, unless the bound ran out while it waited for one: the
+   * caller was told the store did not answer, so nothing may be sent after that (a lease taken
+   * then would be nobody's until its ttl ran out). A connection that fails with an error the
+   * server did not send (a lost connection) is destroyed, not returned to the pool.
+   */
+  async #withConnection<T>(
+    expired: () => boolean,
+    use: (connection: PoolConnection) => Promise<T>,
+  ): Promise<T> {
+    const connection = await this.#pool.getConnection();
+    if (expired()) {
+      connection.release();
+      throw new Error('the bound ran out before a pooled connection was free');
+    }
+    // A connection that breaks while it is checked out may emit 'error' more than once; the pool
+    // listens only once. The failure reaches `use` through its statement.
+    connection.connection.on('error', ignore);
+    try {
+      return await use(connection);
+    } catch (error) {
+      if (!isServerError(error)) connection.destroy();
+      throw error;
+    } finally {
+      connection.connection.off('error', ignore);
+      connection.release();
+    }
   }
 
   /**
@@ -527,16 +570,19 @@ export class MysqlLockStore implements LockStore, RunLedger, InstanceRegistry {
     return result;
   }
 
-  // The statement itself cannot be cancelled from here; when the bound runs out the caller gets
-  // StoreUnavailableError at once and the late answer is dropped. A lease acquired by an answer
-  // that came too late expires on its own after ttl.
-  #bounded<T>(operation: string, work: Promise<T>): Promise<T> {
-    const failed = work.catch((error: unknown) => {
+  // A statement already sent cannot be cancelled from here; when the bound runs out the caller
+  // gets StoreUnavailableError at once, `work` learns it through `expired`, and the late answer is
+  // dropped. A lease acquired by a statement that answered too late expires on its own after ttl;
+  // a ledger batch rolls back instead (see #applyLedgerCalls).
+  #bounded<T>(operation: string, work: (expired: () => boolean) => Promise<T>): Promise<T> {
+    let expired = false;
+    const failed = work(() => expired).catch((error: unknown) => {
       const failure = storeError(operation, error, this.#createTable);
       if (isStoreSetupError(failure)) this.#setupError = failure;
       throw failure;
     });
     return withDeadline(failed, this.#timeoutMs, () => {
+      expired = true;
       throw storeError(operation, new Error(`no answer within ${this.#timeoutMs} ms`), this.#createTable);
     });
   }

@@ -8,6 +8,7 @@ import {
 } from 'resil/mysql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mysqlUrlForTests, uniqueTableName } from '../../support/mysql.ts';
+import { waitUntil } from '../../support/processes.ts';
 
 const mysqlUrl = await mysqlUrlForTests();
 const table = uniqueTableName('fencing');
@@ -124,6 +125,49 @@ describe.skipIf(!mysqlUrl)('withFencedTransaction on MySQL', () => {
     expect(await bodiesOf('serial')).toEqual(['twenty']);
   });
 
+  it('the work reads what the fenced transaction before it committed: its snapshot is taken once the fence row is locked', async () => {
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let entered!: () => void;
+    const inside = new Promise<void>((resolve) => {
+      entered = resolve;
+    });
+    const first = withFencedTransaction(
+      pool,
+      'visible',
+      30,
+      async (connection) => {
+        await connection.execute(`INSERT INTO \`${reports}\` (resource, body) VALUES ('visible', 'thirty')`);
+        entered();
+        await held;
+      },
+      options,
+    );
+    await inside;
+    const second = withFencedTransaction(
+      pool,
+      'visible',
+      31,
+      async (connection) => {
+        const [rows] = await connection.execute(`SELECT body FROM \`${reports}\` WHERE resource = 'visible'`);
+        return (rows as Array<{ body: string }>).map((row) => row.body);
+      },
+      options,
+    );
+    await waitUntil('the second fenced transaction to wait for the fence row', async () => {
+      const [rows] = await pool.query(
+        "SELECT COUNT(*) AS n FROM information_schema.processlist WHERE command = 'Execute' AND info LIKE ?",
+        [`INSERT INTO \`${table}_fences\`%`],
+      );
+      return Number((rows as Array<{ n: number }>)[0]!.n) === 1;
+    });
+    release();
+    await first;
+    expect(await second).toEqual(['thirty']);
+  });
+
   it('work that ends the transaction itself (a swallowed rollback) is TransactionAbortedError: nothing commits', async () => {
     const error = await withFencedTransaction(
       pool,
@@ -140,6 +184,28 @@ describe.skipIf(!mysqlUrl)('withFencedTransaction on MySQL', () => {
     expect(isTransactionAbortedError(error)).toBe(true);
     expect(await bodiesOf('aborted')).toEqual([]);
     expect(await fenceOf('aborted')).toBeUndefined();
+  });
+
+  it('work that commits implicitly (DDL) is TransactionAbortedError, which does not claim that nothing was written', async () => {
+    const error = await withFencedTransaction(
+      pool,
+      'implicit',
+      4,
+      async (connection) => {
+        await connection.execute(
+          `INSERT INTO \`${reports}\` (resource, body) VALUES ('implicit', 'committed by DDL')`,
+        );
+        await connection.query(`CREATE TABLE IF NOT EXISTS \`${reports}\` (id INT PRIMARY KEY)`);
+        await connection.execute(
+          `INSERT INTO \`${reports}\` (resource, body) VALUES ('implicit', 'unfenced')`,
+        );
+      },
+      options,
+    ).catch((caught: unknown) => caught);
+    expect(isTransactionAbortedError(error)).toBe(true);
+    expect((error as Error).message).toMatch(/or the work ended it itself \(ROLLBACK, COMMIT, or DDL/);
+    expect(await bodiesOf('implicit')).toEqual(['committed by DDL', 'unfenced']);
+    expect(await fenceOf('implicit')).toBe(4);
   });
 
   it('keeps the fences of stores with different prefixes apart', async () => {

@@ -5,6 +5,7 @@ import { inspect } from 'node:util';
 import mysql from 'mysql2/promise';
 import {
   type ClaimRequest,
+  type ClaimResult,
   isInvalidKeyError,
   isInvalidOptionError,
   isRejection,
@@ -20,7 +21,7 @@ import {
 } from 'resil/mysql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mysqlUrlForTests, uniqueTableName } from '../../support/mysql.ts';
-import { freePort } from '../../support/processes.ts';
+import { freePort, waitUntil } from '../../support/processes.ts';
 
 const mysqlUrl = await mysqlUrlForTests();
 const table = uniqueTableName('store');
@@ -294,6 +295,28 @@ describe.skipIf(!mysqlUrl)('MysqlLockStore', () => {
       ]);
     });
 
+    it("keeps a run's error text whole in a database whose default character set is latin1", async () => {
+      // MariaDB's own default before 11.6, and many an older database's: text the statements take
+      // in their JSON parameter must not pass through it.
+      const database = uniqueTableName('latin1');
+      await pool.query(`CREATE DATABASE ${quote(database)} DEFAULT CHARACTER SET latin1`);
+      const url = new URL(mysqlUrl!);
+      url.pathname = `/${database}`;
+      const latin1 = mysql.createPool({ uri: url.href, connectionLimit: 2 });
+      try {
+        const inLatin1 = new MysqlLockStore(latin1, { table });
+        const error = 'Ärger 😀 错误 \u2028 end';
+        const lease = await granted(inLatin1, request('latin1-job', past(1_000), { instance: 'höst 😀' }));
+        await inLatin1.finishOccurrence(lease, { outcome: 'failure', error });
+        expect(await inLatin1.runHistory('latin1-job')).toMatchObject([
+          { outcome: 'failure', error, instance: 'höst 😀' },
+        ]);
+      } finally {
+        await latin1.end();
+        await pool.query(`DROP DATABASE ${quote(database)}`);
+      }
+    });
+
     it('refuses a key, job or resource it cannot keep (over 1000 bytes, a lone surrogate) with InvalidKeyError, not as an outage', async () => {
       const long = 'é'.repeat(501);
       const refusals: Array<[string, () => Promise<unknown>, string]> = [
@@ -349,6 +372,21 @@ describe.skipIf(!mysqlUrl)('MysqlLockStore', () => {
         expect((caught as { option: string }).option).toBe(option);
       }
       expect(() => new MysqlLockStore(undefined as never)).toThrow(/pool/);
+      // A URL or a pool's config given instead of a pool: the error names them without the password.
+      for (const given of [
+        'mysql://app:s3cret@db:3306/app',
+        { host: 'db', user: 'app', password: 's3cret' },
+      ]) {
+        let caught: unknown;
+        try {
+          new MysqlLockStore(given as never);
+        } catch (error) {
+          caught = error;
+        }
+        expect(caught).toMatchObject({ code: 'INVALID_OPTION', option: 'pool' });
+        expect(`${(caught as Error).message} ${inspect(caught, { depth: 10 })}`).not.toContain('s3cret');
+        expect((caught as Error).message).toMatch(/mysql:\/\/app:\[redacted\]@db|"password":"…"/);
+      }
       // mysql2's callback pool: the store needs its promise pool.
       expect(() => new MysqlLockStore(pool.pool as never)).toThrow(/mysql2\/promise/);
     });
@@ -494,22 +532,101 @@ describe.skipIf(!mysqlUrl)('MysqlLockStore', () => {
       }
     });
 
-    it('grants exactly one of 20 concurrent claims of one occurrence from separate pools, also when all wait for the row lock', async () => {
-      const job = 'race-job';
-      const at = past(3_000);
-      const pools = Array.from({ length: 20 }, () => mysql.createPool({ uri: mysqlUrl, connectionLimit: 1 }));
+    /** The ids of the sessions running the statement that locks lease rows (a lease's or a claim's first). */
+    async function lockingSessions(): Promise<number[]> {
+      const [rows] = await pool.query(
+        "SELECT id FROM information_schema.processlist WHERE command = 'Execute' AND info LIKE ?",
+        [`INSERT INTO ${quote(table)} (lock_key%`],
+      );
+      return (rows as Array<{ id: number }>).map((row) => Number(row.id));
+    }
+
+    /** Locks `key`'s lease row in a transaction of its own; resolves with the function that commits it. */
+    async function holdRowLock(key: string): Promise<() => Promise<void>> {
       const blocker = await pool.getConnection();
+      try {
+        await blocker.query('START TRANSACTION');
+        await blocker.execute(`SELECT 1 FROM ${quote(table)} WHERE lock_key = ? FOR UPDATE`, [key]);
+      } catch (error) {
+        blocker.release();
+        throw error;
+      }
+      return async () => {
+        try {
+          await blocker.query('COMMIT');
+        } finally {
+          blocker.release();
+        }
+      };
+    }
+
+    /**
+     * Holds `key`'s lease row locked, starts `work`, waits until `waiters` sessions wait for that
+     * row, then commits: they all go at once, in the order InnoDB gives them the lock. Resolves with
+     * what `work` resolves with.
+     */
+    async function behindRowLock<T>(key: string, waiters: number, work: () => Promise<T>): Promise<T> {
+      const unlock = await holdRowLock(key);
+      let running: Promise<T>;
+      try {
+        running = work();
+        running.catch(() => {});
+        await waitUntil(
+          `${waiters} sessions waiting for the row of ${key}`,
+          async () => (await lockingSessions()).length >= waiters,
+        );
+      } finally {
+        await unlock();
+      }
+      return running;
+    }
+
+    /**
+     * Resolves once none of `sessions` runs a statement or has a transaction open (or is still
+     * connected). Polled every 200 ms: InnoDB refreshes its innodb_trx cache only when it was not
+     * read for 100 ms.
+     */
+    async function settled(sessions: number[]): Promise<void> {
+      const busy = async () => {
+        const [rows] = await pool.query(
+          `SELECT id FROM information_schema.processlist WHERE id IN (?) AND command <> 'Sleep'
+           UNION ALL SELECT trx_mysql_thread_id FROM information_schema.innodb_trx WHERE trx_mysql_thread_id IN (?)`,
+          [sessions, sessions],
+        );
+        return (rows as unknown[]).length;
+      };
+      await waitUntil('the sessions to end their transactions', async () => (await busy()) === 0, {
+        intervalMs: 200,
+      });
+    }
+
+    /** `count` stores on the shared tables, each on a pool of one connection (separate sessions, like separate processes). */
+    async function separateStores(count: number, use: (stores: MysqlLockStore[]) => Promise<void>) {
+      const pools = Array.from({ length: count }, () =>
+        mysql.createPool({ uri: mysqlUrl, connectionLimit: 1 }),
+      );
       try {
         const stores = pools.map((each) => new MysqlLockStore(each, { table }));
         await Promise.all(stores.map((each) => each.now()));
+        await use(stores);
+      } finally {
+        await Promise.all(pools.map((each) => each.end()));
+      }
+    }
+
+    const grantsOf = (results: ClaimResult[]) =>
+      results.flatMap((result) => (result.status === 'granted' ? [result.lease] : []));
+
+    it('grants exactly one of 20 concurrent claims of one occurrence from separate pools, also when all wait for the row lock', async () => {
+      const job = 'race-job';
+      const at = past(3_000);
+      await separateStores(20, async (stores) => {
         const race = (scheduledAt: number) =>
           Promise.all(
             stores.map((each, index) =>
               each.claimOccurrence(request(job, scheduledAt, { instance: `host:${index}` })),
             ),
           );
-        const grantsOf = (results: Awaited<ReturnType<typeof race>>) =>
-          results.flatMap((result) => (result.status === 'granted' ? [result.lease] : []));
 
         // A key no claim has seen yet: they race to create its row.
         const first = await race(at);
@@ -521,24 +638,7 @@ describe.skipIf(!mysqlUrl)('MysqlLockStore', () => {
         await store.finishOccurrence(lease!, { outcome: 'success' });
 
         // All 20 wait for the key's row lock, then go at once.
-        await blocker.query('START TRANSACTION');
-        await blocker.execute(`SELECT 1 FROM ${quote(table)} WHERE lock_key = ? FOR UPDATE`, [job]);
-        const racing = race(at + 1_000);
-        // Each claim's transaction waits in its first statement, which locks the key's row.
-        const waiting = async () => {
-          const [rows] = await pool.query(
-            "SELECT COUNT(*) AS n FROM information_schema.processlist WHERE command = 'Execute' AND info LIKE ?",
-            [`INSERT INTO ${quote(table)} (lock_key%`],
-          );
-          return Number((rows as Array<{ n: number }>)[0]!.n);
-        };
-        for (const startedAt = performance.now(); (await waiting()) < 20; ) {
-          if (performance.now() - startedAt > 10_000)
-            throw new Error('the claims did not all wait for the row lock');
-          await new Promise((resolve) => setTimeout(resolve, 20));
-        }
-        await blocker.query('COMMIT');
-        const second = await racing;
+        const second = await behindRowLock(job, 20, () => race(at + 1_000));
         const [next] = grantsOf(second);
         expect(grantsOf(second)).toHaveLength(1);
         // No other claim took a token.
@@ -547,11 +647,130 @@ describe.skipIf(!mysqlUrl)('MysqlLockStore', () => {
           status: 'skipped',
           reason: 'already-done',
         });
+      });
+    });
+
+    it('grants one takeover of an abandoned occurrence to 20 claims that waited for its row lock: each claim decides on what the one before it committed', async () => {
+      // allow-all takes no lease on the key: only the occurrence's own row says it was taken over,
+      // so a claim that read it from a snapshot older than the winner's commit would take it too.
+      const job = 'takeover-race-job';
+      const at = past(3_000);
+      const abandoned = await granted(store, request(job, at, { overlap: 'allow-all' }));
+      await expire(job, job, at);
+      await separateStores(20, async (stores) => {
+        const claims = await behindRowLock(job, 20, () =>
+          Promise.all(
+            stores.map((each, index) =>
+              each.claimOccurrence(request(job, at, { overlap: 'allow-all', instance: `host:${index}` })),
+            ),
+          ),
+        );
+        const grants = grantsOf(claims);
+        expect(grants).toHaveLength(1);
+        expect(claims.filter((claim) => claim.status === 'granted' && claim.takeover)).toHaveLength(1);
+        expect(claims.filter((claim) => claim.status === 'wait' && claim.runningElsewhere)).toHaveLength(19);
+        expect(grants[0]!.token).toBe(abandoned.token + 1);
+        expect(await store.runHistory(job)).toMatchObject([
+          { scheduledAt: at, outcome: 'running', token: grants[0]!.token, takeovers: 1 },
+        ]);
+      });
+    });
+
+    it('a batch that outlives the timeout waiting for a row lock fails with StoreUnavailableError, and commits nothing once the row is free', async () => {
+      const job = 'late-job';
+      const at = past(2_000);
+      // A pool of its own: the test's reads below must not run on the claim's session.
+      const own = mysql.createPool({ uri: mysqlUrl, connectionLimit: 2 });
+      const impatient = new MysqlLockStore(own, { table, timeout: 300 });
+      const unlock = await holdRowLock(job);
+      let sessions: number[] = [];
+      let error: unknown;
+      try {
+        const claim = impatient.claimOccurrence(request(job, at)).catch((caught: unknown) => caught);
+        await waitUntil('the claim to wait for the row', async () => {
+          sessions = await lockingSessions();
+          return sessions.length > 0;
+        });
+        error = await claim;
       } finally {
-        blocker.release();
-        await Promise.all(pools.map((each) => each.end()));
+        await unlock();
+      }
+      try {
+        expect(isStoreUnavailableError(error)).toBe(true);
+        expect((error as Error).message).toMatch(/no answer within 300 ms/);
+        // The row is free: the claim's transaction gets it now, and must end without committing.
+        await settled(sessions);
+        expect(await store.runHistory(job)).toEqual([]);
+        expect(await store.inspect(job)).toBeUndefined();
+        expect(await impatient.claimOccurrence(request(job, at))).toMatchObject({
+          status: 'granted',
+          takeover: false,
+        });
+      } finally {
+        await own.end();
       }
     });
+
+    it('a batch that waits for a row lock past innodb_lock_wait_timeout is run again while its bound lasts: a busy store is not a down one', async () => {
+      const short = mysql.createPool({ uri: mysqlUrl, connectionLimit: 2 });
+      short.pool.on('connection', (connection) => {
+        connection.query('SET SESSION innodb_lock_wait_timeout = 1');
+      });
+      try {
+        const patient = new MysqlLockStore(short, { table, timeout: 10_000 });
+        const job = 'contended-job';
+        const at = past(2_000);
+        await patient.now();
+        const unlock = await holdRowLock(job);
+        let claim: Promise<ClaimResult>;
+        try {
+          claim = patient.claimOccurrence(request(job, at));
+          claim.catch(() => {});
+          // Held past the first attempt's wait of 1 s, which fails with ER_LOCK_WAIT_TIMEOUT.
+          await new Promise((resolve) => setTimeout(resolve, 1_500));
+        } finally {
+          await unlock();
+        }
+        expect(await claim).toMatchObject({ status: 'granted', lease: { scheduledAt: at } });
+      } finally {
+        await short.end();
+      }
+    });
+
+    for (const kill of ['CONNECTION', 'QUERY'] as const) {
+      it(`a batch whose ${kill === 'CONNECTION' ? 'connection is killed' : 'statement is interrupted'} mid-transaction fails with StoreUnavailableError, writes nothing, and the next batch works${kill === 'CONNECTION' ? ' on a new connection' : ''}`, async () => {
+        const job = `killed-${kill}-job`;
+        const at = past(2_000);
+        // One connection: the next claim needs the pool to have dropped (or kept) it rightly.
+        const single = mysql.createPool({ uri: mysqlUrl, connectionLimit: 1 });
+        try {
+          const victim = new MysqlLockStore(single, { table });
+          await victim.now();
+          const unlock = await holdRowLock(job);
+          let error: unknown;
+          try {
+            const claim = victim.claimOccurrence(request(job, at)).catch((caught: unknown) => caught);
+            let sessions: number[] = [];
+            await waitUntil('the claim to wait for the row', async () => {
+              sessions = await lockingSessions();
+              return sessions.length > 0;
+            });
+            await pool.query(`KILL ${kill} ${sessions[0]}`);
+            error = await claim;
+          } finally {
+            await unlock();
+          }
+          expect(isStoreUnavailableError(error)).toBe(true);
+          expect((error as Error).message).toMatch(
+            kill === 'CONNECTION' ? /PROTOCOL_CONNECTION_LOST/ : /ER_QUERY_INTERRUPTED/,
+          );
+          expect(await store.runHistory(job)).toEqual([]);
+          expect(await victim.claimOccurrence(request(job, at))).toMatchObject({ status: 'granted' });
+        } finally {
+          await single.end();
+        }
+      });
+    }
 
     it('fences a finish by an earlier holder: StaleTokenError with the highest token, the record untouched, its own lease released', async () => {
       const job = 'stale-job';
@@ -769,6 +988,48 @@ describe.skipIf(!mysqlUrl)('MysqlLockStore', () => {
         await deadPool.end();
       }
     });
+
+    // What each operation leaves behind when it runs: a lease nobody holds would block the key
+    // for its ttl, a claim an occurrence marked running by an owner nobody has.
+    const lateOperations: Array<
+      [string, (store: MysqlLockStore) => Promise<unknown>, () => Promise<unknown>]
+    > = [
+      [
+        'a lease',
+        (late) => late.acquire('pool-late-key', 'late', 60_000),
+        () => store.inspect('pool-late-key'),
+      ],
+      [
+        'a claim (a run ledger batch)',
+        (late) => late.claimOccurrence(request('pool-late-job', past(2_000))),
+        async () => (await store.runHistory('pool-late-job'))[0],
+      ],
+    ];
+    for (const [what, operation, leftBehind] of lateOperations) {
+      it(`${what} that waited for a pooled connection past the timeout fails with StoreUnavailableError, and is not sent once one is free`, async () => {
+        const single = mysql.createPool({ uri: mysqlUrl, connectionLimit: 1 });
+        try {
+          const impatient = new MysqlLockStore(single, { table, timeout: 300 });
+          await impatient.now();
+          const busy = await single.getConnection();
+          let error: unknown;
+          try {
+            error = await operation(impatient).catch((caught: unknown) => caught);
+          } finally {
+            busy.release();
+          }
+          expect(isStoreUnavailableError(error)).toBe(true);
+          expect((error as Error).message).toMatch(/no answer within 300 ms/);
+          // The pool hands out its one connection in turn: the operation had its turn before this read.
+          expect(await impatient.now()).toBeGreaterThan(0);
+          expect(await leftBehind()).toBeUndefined();
+          await expect(operation(impatient)).resolves.toBeTruthy();
+          expect(await leftBehind()).toBeDefined();
+        } finally {
+          await single.end();
+        }
+      });
+    }
 
     it('a server that accepts connections and never answers is bounded by the store timeout', async () => {
       const sockets = new Set<Socket>();
