@@ -325,8 +325,10 @@ describe.skipIf(!redisUrl || !faketime)(
     };
     /** Stops `server`, and after `downMs` starts it again on its port; when it went down and came back (Redis TIME). */
     const restart = async (server: RedisServer, downMs: number, args?: readonly string[]) => {
-      const downAt = await redisNow();
       await server.stop();
+      // Down from when it stopped: while it shuts down (an AOF written on a busy machine) it may
+      // still grant a claim, and that run is one in flight when the store went down.
+      const downAt = await redisNow();
       await sleep(downMs);
       const restarted = await startRedisServer({ port: server.port, args });
       return { server: restarted, downAt, upAt: await redisNow() };
