@@ -1,4 +1,4 @@
-import { redactCredentials } from '../stores/credentials.ts';
+import { redactCredentials } from '../pipeline/credentials.ts';
 
 export { redactCredentials };
 

@@ -1,5 +1,5 @@
 import type { EventEmitter } from 'node:events';
-import { redactCredentials } from '../credentials.ts';
+import { redactCredentials } from '../../pipeline/credentials.ts';
 
 const guarded = Symbol.for('resil.redis.errorEventsGuarded');
 
