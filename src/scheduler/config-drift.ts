@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { InstanceRegistry } from '../ledger/contract.ts';
 import { durationMs } from '../pipeline/duration.ts';
 import type { RetryStrategyOptions } from '../strategies/retry/options.ts';
@@ -51,16 +51,18 @@ function retryDefinitionOf(retry: false | RetryStrategyOptions): DefinitionValue
   };
 }
 
+const definitionEntries = Object.entries(definitionFields);
+
 /** The job's definition: each of {@link definitionFields}, in their order. */
 export function definitionOf(job: ResolvedJob): JobDefinition {
   const definition: Record<string, DefinitionValue> = {};
-  for (const [field, read] of Object.entries(definitionFields)) definition[field] = read(job);
+  for (const [field, read] of definitionEntries) definition[field] = read(job);
   return definition;
 }
 
 /** 8 characters of a SHA-256 (48 bits): variants of one job tell apart, a collision is 1 in 2^48. */
 function shortHash(text: string, length = 8): string {
-  return createHash('sha256').update(text).digest('base64url').slice(0, length);
+  return hash('sha256', text, 'base64url').slice(0, length);
 }
 
 /** The definitions one instance publishes in the instance registry's `definitions` string. */
@@ -87,14 +89,14 @@ export class FleetDefinitions {
   readonly digest: string;
   /** Each job's fingerprint, by name. */
   readonly fingerprints: ReadonlyMap<string, string>;
-  readonly #definitions = new Map<string, JobDefinition>();
+  /** The jobs, by name: a definition is made again when it is published (only during drift), not kept. */
+  readonly #jobs = new Map<string, ResolvedJob>();
 
   constructor(jobs: readonly ResolvedJob[]) {
     const fingerprints = new Map<string, string>();
     for (const job of jobs) {
-      const definition = definitionOf(job);
-      this.#definitions.set(job.name, definition);
-      fingerprints.set(job.name, shortHash(JSON.stringify(definition)));
+      this.#jobs.set(job.name, job);
+      fingerprints.set(job.name, shortHash(JSON.stringify(definitionOf(job))));
     }
     this.fingerprints = fingerprints;
     const names = [...fingerprints.keys()].sort();
@@ -102,7 +104,8 @@ export class FleetDefinitions {
   }
 
   definition(job: string): JobDefinition | undefined {
-    return this.#definitions.get(job);
+    const resolved = this.#jobs.get(job);
+    return resolved === undefined ? undefined : definitionOf(resolved);
   }
 
   /** The string to register: the digest, and the fingerprints and definitions asked for. */
@@ -115,7 +118,7 @@ export class FleetDefinitions {
     if (options.fingerprints) published.h = Object.fromEntries(this.fingerprints);
     const definitions: Record<string, JobDefinition> = {};
     for (const job of options.definitionsOf) {
-      const definition = this.#definitions.get(job);
+      const definition = this.definition(job);
       if (definition !== undefined) definitions[job] = definition;
     }
     if (Object.keys(definitions).length > 0) published.f = definitions;

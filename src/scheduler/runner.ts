@@ -3,7 +3,7 @@ import { systemTimeProvider, type TimeProvider, type TimerHandle, withDeadline }
 import { ClaimSlots, claimSlotsPerRunner } from './claim-slots.ts';
 import { ConfigDriftWatch, type DriftVariant, FleetDefinitions } from './config-drift.ts';
 import { describeError } from './credentials.ts';
-import { DstNoticeFinder, describeDstNotice, type JobDstNotices } from './dst.ts';
+import { type DstNotice, DstNoticeFinder, describeDstNotice, type JobDstNotices } from './dst.ts';
 import { ShutdownError, UnknownJobError } from './errors.ts';
 import { logSchedulerEvents } from './event-log.ts';
 import { SchedulerEvents, type SchedulerListener } from './events.ts';
@@ -224,6 +224,7 @@ export class JobRunner {
         'no enabled job in the config: nothing to schedule (enable one, or name it with --job)',
       );
     }
+    // Asked right after a job's next instant, the DST finder finds its schedule still parsed.
     const dstNotices = new DstNoticeFinder(startedAt);
     const touchedByDst: JobDstNotices[] = [];
     for (const scheduled of this.#jobs) {
@@ -358,22 +359,30 @@ export class JobRunner {
 
   /** One line per job whose fixed local time a DST transition of the next 12 months touches. */
   #logDstNotices(touched: readonly JobDstNotices[]): void {
+    // The finder hands jobs of one schedule, zone and policy the same notices: each rendered once
+    // (a sentence formats instants with Intl, which a config of 100,000 jobs pays for dearly).
+    const rendered = new Map<
+      readonly DstNotice[],
+      { transitions: object[]; message: string; skips: boolean }
+    >();
     for (const { job, timezone, dst, notices } of touched) {
-      const skips = notices.some((notice) => notice.kind === 'gap' && notice.runsAt === undefined);
-      const fields = {
-        job,
-        timezone,
-        dst,
-        transitions: notices.map((notice) => ({
-          date: notice.date,
-          kind: notice.kind,
-          localTimes: notice.localTimes,
-          runsAt: notice.runsAt === undefined ? null : new Date(notice.runsAt).toISOString(),
-        })),
-      };
-      const message = `DST: ${notices.map((notice) => describeDstNotice(notice, timezone, dst)).join('; ')}`;
-      if (skips) this.#logger.warn(fields, message);
-      else this.#logger.info(fields, message);
+      let line = rendered.get(notices);
+      if (line === undefined) {
+        line = {
+          transitions: notices.map((notice) => ({
+            date: notice.date,
+            kind: notice.kind,
+            localTimes: notice.localTimes,
+            runsAt: notice.runsAt === undefined ? null : new Date(notice.runsAt).toISOString(),
+          })),
+          message: `DST: ${notices.map((notice) => describeDstNotice(notice, timezone, dst)).join('; ')}`,
+          skips: notices.some((notice) => notice.kind === 'gap' && notice.runsAt === undefined),
+        };
+        rendered.set(notices, line);
+      }
+      const fields = { job, timezone, dst, transitions: line.transitions };
+      if (line.skips) this.#logger.warn(fields, line.message);
+      else this.#logger.info(fields, line.message);
     }
   }
 
