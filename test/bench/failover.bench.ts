@@ -4,8 +4,9 @@
  * 2, `down-after-milliseconds` 2000, `failover-timeout` 2000). A round: a holder takes two leases
  * (ttl 6 s; one on a key every round uses, one on a key new this round) through a sentinel-aware
  * ioredis client (`failoverDetector: true`, as docs/redis.md shows) and keeps their tokens; the
- * fault hits the master; a contender, on a client of its own, tries both keys every 50 ms, and a
- * probe key nobody holds, to see when any acquire works again. The faults:
+ * fault hits the master; a contender, on a client of its own (a new one if ioredis ends it, see
+ * `Contender`), tries both keys every 50 ms, and a probe key nobody holds, to see when any acquire
+ * works again. The faults:
  *
  * - `kill`: SIGKILL the master. Once a sentinel names the replica master, the killed server starts
  *   again, empty, on its port as a replica of it (a supervisor that asks the sentinels does that).
@@ -33,7 +34,7 @@
  */
 import { Redis } from 'ioredis';
 import { isStoreUnavailableError } from '../../src/index.ts';
-import { RedisLockStore } from '../../src/stores/redis/index.ts';
+import { RedisLockStore, type RedisLockStoreOptions } from '../../src/stores/redis/index.ts';
 import { commandExists, waitUntil } from '../support/processes.ts';
 import {
   type RedisSentinel,
@@ -102,7 +103,7 @@ interface RoundResult {
   takenOverMs: number | undefined;
   /** Why the contender's last attempt failed, when one of its keys was never acquired. */
   lastError: string | undefined;
-  /** The contender's ioredis client ended for good during the round, after this error. */
+  /** The contender's ioredis client ended for good during the round, after this error (it went on with a new one). */
   clientEndedAfter: string | undefined;
   /** The sentinels failed over once more, on their own, before the next round could start. */
   failedOverAgain: boolean;
@@ -167,7 +168,7 @@ export default async function failoverBench(options: BenchOptions): Promise<void
       'any acquire works again after, p50 / max',
       'held key taken over after, p50 / max',
       "holder's acquire refused first",
-      "contender's client ended for good",
+      "contender's client ended (a new one went on)",
     ],
     cells.map((cell) => {
       const overlaps = cell.rounds.flatMap((round) =>
@@ -219,23 +220,13 @@ async function runRound(topology: Topology, cell: Cell): Promise<RoundResult> {
     waitForReplicas: cell.waitForReplicas,
   };
   const holderClient = topology.client();
-  const contenderClient = topology.client();
   const holder = new RedisLockStore(holderClient, storeOptions);
-  const contender = new RedisLockStore(contenderClient, storeOptions);
+  const contender = new Contender(topology, storeOptions);
   const oldMaster = topology.masterPort;
   const replica = topology.replicaPort;
   const freshKey = `fresh-${cell.rounds.length + 1}`;
   let masterStopped = false;
   let replicaStopped = false;
-  // ioredis can end a client for good during a failover (status "end", no more reconnects): say so.
-  let contenderError = 'none';
-  let contenderEnded: string | undefined;
-  contenderClient.on('error', (error: Error) => {
-    contenderError = error.message;
-  });
-  contenderClient.on('end', () => {
-    contenderEnded ??= contenderError;
-  });
   const resumeReplica = () => {
     if (replicaStopped) topology.server(replica).kill('SIGCONT');
     replicaStopped = false;
@@ -243,7 +234,7 @@ async function runRound(topology: Topology, cell: Cell): Promise<RoundResult> {
   try {
     await waitUntil(
       'the holder and the contender to connect',
-      () => holderClient.status === 'ready' && contenderClient.status === 'ready',
+      () => holderClient.status === 'ready' && contender.store.client.status === 'ready',
       { timeoutMs: 5_000, intervalMs: 10 },
     );
     // Without them, a client stays on a frozen master: the fault must not come first.
@@ -251,10 +242,10 @@ async function runRound(topology: Topology, cell: Cell): Promise<RoundResult> {
 
     // Every round alike: the counters of the keys in use are on both servers before the fault.
     for (const key of [heldKey, probeKey]) {
-      const token = await contender.acquire(key, 'warm-up', ttlMs);
+      const token = await contender.store.acquire(key, 'warm-up', ttlMs);
       if (token === undefined) throw new Error(`${cell.prefix}${key} was held before the round`);
       record(cell, key, token);
-      await contender.release(key, 'warm-up');
+      await contender.store.release(key, 'warm-up');
     }
 
     if (cell.fault === 'kill-behind') {
@@ -320,9 +311,9 @@ async function runRound(topology: Topology, cell: Cell): Promise<RoundResult> {
     }
     const believedUntil = held.sentAt + ttlMs;
     await Promise.all([
-      takenOver.at !== undefined && contender.release(heldKey, 'contender'),
-      freshTakenOver.at !== undefined && contender.release(freshKey, 'contender'),
-      probed.at !== undefined && contender.release(probeKey, 'probe'),
+      takenOver.at !== undefined && contender.store.release(heldKey, 'contender'),
+      freshTakenOver.at !== undefined && contender.store.release(freshKey, 'contender'),
+      probed.at !== undefined && contender.store.release(probeKey, 'probe'),
     ]);
     const since = (outcome: Outcome) => (outcome.at === undefined ? undefined : outcome.at - faultAt);
     return {
@@ -335,7 +326,7 @@ async function runRound(topology: Topology, cell: Cell): Promise<RoundResult> {
       probeMs: since(probed),
       takenOverMs: since(takenOver),
       lastError: [takenOver, freshTakenOver, probed].find((outcome) => outcome.at === undefined)?.lastError,
-      clientEndedAfter: contenderEnded,
+      clientEndedAfter: contender.ended[0],
       failedOverAgain: false,
     };
   } finally {
@@ -343,7 +334,49 @@ async function runRound(topology: Topology, cell: Cell): Promise<RoundResult> {
     if (masterStopped) topology.server(oldMaster).kill('SIGCONT');
     await Promise.all([holder.close(), contender.close()]);
     holderClient.disconnect();
-    contenderClient.disconnect();
+  }
+}
+
+/**
+ * The contender's store, on a client of its own. ioredis can end a client for good during a
+ * failover (status "end": it stops reconnecting, and every store operation fails at once); the
+ * contender then goes on with a new client, as an application that watches for `'end'` would, and
+ * keeps the error the ended client reported last.
+ */
+class Contender {
+  store: RedisLockStore;
+  /** For each client that ended, the last error it reported. */
+  readonly ended: string[] = [];
+  readonly #topology: Topology;
+  readonly #options: RedisLockStoreOptions;
+  readonly #clients: Redis[] = [];
+  #closing = false;
+
+  constructor(topology: Topology, options: RedisLockStoreOptions) {
+    this.#topology = topology;
+    this.#options = options;
+    this.store = this.#connect();
+  }
+
+  #connect(): RedisLockStore {
+    const client = this.#topology.client();
+    this.#clients.push(client);
+    let lastError = 'none';
+    client.on('error', (error: Error) => {
+      lastError = error.message;
+    });
+    client.on('end', () => {
+      if (this.#closing) return;
+      this.ended.push(lastError);
+      this.store = this.#connect();
+    });
+    return new RedisLockStore(client, this.#options);
+  }
+
+  async close(): Promise<void> {
+    this.#closing = true;
+    await this.store.close();
+    for (const client of this.#clients) client.disconnect();
   }
 }
 
@@ -352,7 +385,7 @@ type Outcome = { at: number; token: number; lastError?: undefined } | { at: unde
 
 /** Tries `key` every 50 ms until it is acquired (when the reply came, and the token) or `deadline` passes. */
 async function acquireWhenFree(
-  store: RedisLockStore,
+  contender: Contender,
   key: string,
   owner: string,
   deadline: number,
@@ -360,7 +393,7 @@ async function acquireWhenFree(
   let lastError = 'the lease was held';
   while (performance.now() < deadline) {
     try {
-      const token = await store.acquire(key, owner, ttlMs);
+      const token = await contender.store.acquire(key, owner, ttlMs);
       if (token !== undefined) return { at: performance.now(), token };
       lastError = 'the lease was held';
     } catch (error) {
@@ -651,7 +684,7 @@ function describeRound(round: RoundResult): string {
     round.lastError === undefined ? '' : `last error: ${round.lastError}`,
     round.clientEndedAfter === undefined
       ? ''
-      : `THE CONTENDER'S CLIENT ENDED, after the error "${round.clientEndedAfter}"`,
+      : `THE CONTENDER'S CLIENT ENDED, after the error "${round.clientEndedAfter}": a new one took over`,
     round.failedOverAgain ? 'THE SENTINELS FAILED OVER AGAIN' : '',
   ]
     .filter(Boolean)
