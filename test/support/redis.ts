@@ -178,6 +178,30 @@ export async function startRedisSentinel(options: StartRedisSentinelOptions): Pr
   };
 }
 
+/** What a sentinel knows of a master: `SENTINEL MASTER` and `SENTINEL REPLICAS`, as field maps. */
+export interface SentinelView {
+  /** e.g. `{ ip, port, flags: 'master', 'num-other-sentinels': '2', ... }` */
+  readonly master: Record<string, string>;
+  /** One per replica, e.g. `{ port, flags: 'slave', 'master-link-status': 'ok', 'master-port', ... }` */
+  readonly replicas: ReadonlyArray<Record<string, string>>;
+}
+
+/** Asks the sentinel `client` is connected to what it knows of `masterName`. */
+export async function sentinelView(client: Redis, masterName: string): Promise<SentinelView> {
+  const [master, replicas] = await Promise.all([
+    client.call('SENTINEL', 'MASTER', masterName) as Promise<string[]>,
+    client.call('SENTINEL', 'REPLICAS', masterName) as Promise<string[][]>,
+  ]);
+  return { master: fieldMap(master), replicas: replicas.map(fieldMap) };
+}
+
+/** `[name, value, name, value, ...]` as an object. */
+function fieldMap(fields: readonly string[]): Record<string, string> {
+  const map: Record<string, string> = {};
+  for (let index = 0; index + 1 < fields.length; index += 2) map[fields[index]!] = fields[index + 1]!;
+  return map;
+}
+
 export interface RedisClusterServers {
   readonly nodes: readonly RedisServer[];
   /** `[{ host, port }]` for `new Cluster(startupNodes)`. */
