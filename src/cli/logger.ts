@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import pino, { type DestinationStream, type Logger } from 'pino';
-import { redactCredentials, redacted, secretFieldNames } from '../pipeline/credentials.ts';
+import { redactCredentials } from '../scheduler/credentials.ts';
 import { shouldColor } from './output.ts';
 
 export type { Logger };
@@ -13,6 +13,18 @@ export interface CreateLoggerOptions {
   /** Where lines go. Defaults to stdout (synchronous writes, so nothing is lost on exit). */
   destination?: DestinationStream;
 }
+
+/** Fields whose value is never logged, at the top level or one level down. */
+const secretFields = new Set([
+  'password',
+  'passwd',
+  'secret',
+  'url',
+  'uri',
+  'connectionString',
+  'authorization',
+]);
+const censored = '[redacted]';
 
 /**
  * The CLI's one logger: pino JSON lines on stdout, or pino-pretty (loaded only then) when stdout
@@ -87,7 +99,7 @@ function withoutSecrets(fields: Record<string, unknown>, depth = 0): Record<stri
   for (const key in fields) {
     const value = fields[key];
     let safe = value;
-    if (secretFieldNames.has(key)) safe = value === undefined ? value : redacted;
+    if (secretFields.has(key)) safe = value === undefined ? value : censored;
     else if (depth > 0) continue;
     else if (typeof value === 'string') safe = redactCredentials(value);
     else if (isPlainObject(value)) safe = withoutSecrets(value, 1);

@@ -1,5 +1,3 @@
-import { redactCredentials, redacted, secretFieldNames } from './credentials.ts';
-
 /**
  * Marks resil errors. A registered symbol, so errors from another copy of the package (two
  * versions in node_modules, a bundled copy) still pass the guards where `instanceof` fails.
@@ -96,27 +94,16 @@ export function checkCallbacks<O extends object>(
   for (const name of names) checkFunction(`${prefix}.${name}`, options[name]);
 }
 
-/**
- * A short, safe rendering of a user value for error messages: a connection URL or a client's
- * options given by mistake hold a password, so secret-named fields are censored and passwords in
- * URLs replaced.
- */
+/** A short, safe rendering of a user value for error messages. */
 export function describeValue(value: unknown): string {
   if (typeof value === 'function') return 'a function';
   try {
     // Numbers, booleans, undefined, symbols as String() renders them (NaN and Infinity included).
     const text =
-      typeof value === 'string' || typeof value === 'object'
-        ? JSON.stringify(value, withoutSecretFields)
-        : String(value);
-    const safe = redactCredentials(text);
-    return safe.length > 80 ? `${safe.slice(0, 77)}...` : safe;
+      typeof value === 'string' || typeof value === 'object' ? JSON.stringify(value) : String(value);
+    return text.length > 80 ? `${text.slice(0, 77)}...` : text;
   } catch {
     // Cyclic, or a toJSON() that throws or returns nothing.
     return Object.prototype.toString.call(value);
   }
-}
-
-function withoutSecretFields(key: string, value: unknown): unknown {
-  return key !== '' && value !== undefined && secretFieldNames.has(key) ? redacted : value;
 }

@@ -1,4 +1,4 @@
-import { redactCredentials } from '../pipeline/credentials.ts';
+import { redactCredentials } from '../stores/credentials.ts';
 
 export { redactCredentials };
 

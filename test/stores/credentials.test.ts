@@ -1,10 +1,10 @@
 /**
  * The one redaction table: what every log line, ledger record, store error and CLI message of
- * resil's goes through (`src/pipeline/credentials.ts`).
+ * resil's goes through (`src/stores/credentials.ts`).
  */
 import { describe, expect, it } from 'vitest';
-import { redactCredentials } from '../../src/pipeline/credentials.ts';
 import { describeError } from '../../src/scheduler/credentials.ts';
+import { redactCredentials } from '../../src/stores/credentials.ts';
 
 describe('redactCredentials', () => {
   it.each([

@@ -1,7 +1,7 @@
-import { redactCredentials } from '../../pipeline/credentials.ts';
 import { InvalidOptionError } from '../../pipeline/errors.ts';
 import { InvalidKeyError, StoreSetupError, StoreUnavailableError } from '../../strategies/lock/errors.ts';
 import { storeKeyByteLimit } from '../../strategies/lock/store.ts';
+import { redactCredentials } from '../credentials.ts';
 
 /** What mysql2 puts on an error: the server's `errno` and `sqlState` only on errors the server sent. */
 interface MysqlErrorFields {

@@ -15,13 +15,13 @@ import {
   runRecordOf,
 } from '../../ledger/contract.ts';
 import { type Applied, LedgerEngine } from '../../ledger/engine.ts';
-import { redactCredentials } from '../../pipeline/credentials.ts';
 import { parseDuration } from '../../pipeline/duration.ts';
 import { InvalidOptionError } from '../../pipeline/errors.ts';
 import { withDeadline } from '../../pipeline/time.ts';
 import { isStoreSetupError, StaleTokenError, type StoreSetupError } from '../../strategies/lock/errors.ts';
 import type { LeaseInfo, LockStore } from '../../strategies/lock/store.ts';
 import { CallBatches } from '../call-batches.ts';
+import { redactCredentials } from '../credentials.ts';
 import {
   checkClaimRequest,
   checkCount,

@@ -1,7 +1,7 @@
-import { redactCredentials } from '../../pipeline/credentials.ts';
 import { InvalidOptionError } from '../../pipeline/errors.ts';
 import { InvalidKeyError, StoreSetupError, StoreUnavailableError } from '../../strategies/lock/errors.ts';
 import { storeKeyByteLimit } from '../../strategies/lock/store.ts';
+import { redactCredentials } from '../credentials.ts';
 
 interface PgErrorFields {
   code?: unknown;

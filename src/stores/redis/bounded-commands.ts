@@ -1,5 +1,5 @@
-import { redactCredentials } from '../../pipeline/credentials.ts';
 import { StoreUnavailableError } from '../../strategies/lock/errors.ts';
+import { redactCredentials } from '../credentials.ts';
 import { isNoScriptError } from './scripts.ts';
 
 /** What the store needs of an ioredis `Redis` or `Cluster`. */

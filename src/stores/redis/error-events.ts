@@ -1,5 +1,5 @@
 import type { EventEmitter } from 'node:events';
-import { redactCredentials } from '../../pipeline/credentials.ts';
+import { redactCredentials } from '../credentials.ts';
 
 const guarded = Symbol.for('resil.redis.errorEventsGuarded');
 

@@ -12,17 +12,6 @@ const keywordPassword = /\b(password\s*=\s*)('(?:[^'\\]|\\.|'')*'|"(?:[^"\\]|\\.
 /** What a password is replaced with. */
 export const redacted = '[redacted]';
 
-/** Fields whose value is never shown (in log lines, at the top level or one level down; in error messages, at any depth). */
-export const secretFieldNames: ReadonlySet<string> = new Set([
-  'password',
-  'passwd',
-  'secret',
-  'url',
-  'uri',
-  'connectionString',
-  'authorization',
-]);
-
 /** `text` with every password it quotes replaced by `[redacted]`. */
 export function redactCredentials(text: string): string {
   let safe = text.includes('://') ? text.replace(urlPassword, `$1${redacted}@`) : text;
