@@ -18,3 +18,17 @@ export function redactCredentials(text: string): string {
   if (/password/i.test(safe)) safe = safe.replace(keywordPassword, `$1${redacted}`);
   return safe;
 }
+
+/**
+ * What a store shows of what it was given instead of its client or pool, in an
+ * `InvalidOptionError`: a connection URL or a config given by mistake holds the password, so a
+ * string is redacted, a plain object shows its field names only and another object its class.
+ */
+export function shownArgument(value: unknown): unknown {
+  if (typeof value === 'string') return redactCredentials(value);
+  if (typeof value !== 'object' || value === null) return value;
+  if (Object.getPrototypeOf(value) === Object.prototype) {
+    return Object.fromEntries(Object.keys(value).map((field) => [field, '…']));
+  }
+  return `an instance of ${(value as { constructor?: { name?: string } }).constructor?.name || 'an unnamed class'}`;
+}

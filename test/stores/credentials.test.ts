@@ -2,6 +2,10 @@
  * The one redaction table: what every log line, ledger record, store error and CLI message of
  * resil's goes through (`src/stores/credentials.ts`).
  */
+
+import { MysqlLockStore } from 'resil/mysql';
+import { PostgresLockStore } from 'resil/postgres';
+import { RedisLockStore } from 'resil/redis';
 import { describe, expect, it } from 'vitest';
 import { describeError } from '../../src/scheduler/credentials.ts';
 import { redactCredentials } from '../../src/stores/credentials.ts';
@@ -46,4 +50,34 @@ describe('redactCredentials', () => {
     expect(describeError('password=x')).toBe('password=[redacted]');
     expect(describeError(`${'x'.repeat(600)}`, 10)).toBe('xxxxxxxxx…');
   });
+});
+
+describe('a store given something else than its client or pool', () => {
+  class Settings {
+    password = 'hunter2';
+  }
+  const stores: Array<[string, (given: unknown) => unknown]> = [
+    ['RedisLockStore', (given) => new RedisLockStore(given as never)],
+    ['PostgresLockStore', (given) => new PostgresLockStore(given as never)],
+    ['MysqlLockStore', (given) => new MysqlLockStore(given as never)],
+  ];
+  it.each(stores)(
+    '%s names it without a password: a URL redacted, an object by its fields or its class',
+    (_, make) => {
+      for (const given of [
+        'redis://app:hunter2@db:6379',
+        { host: 'db', password: 'hunter2' },
+        new Settings(),
+      ]) {
+        let message = '';
+        try {
+          make(given);
+        } catch (error) {
+          message = (error as Error).message;
+        }
+        expect(message).toMatch(/^Invalid option/);
+        expect(message).not.toContain('hunter2');
+      }
+    },
+  );
 });

@@ -21,7 +21,7 @@ import { withDeadline } from '../../pipeline/time.ts';
 import { isStoreSetupError, StaleTokenError, type StoreSetupError } from '../../strategies/lock/errors.ts';
 import type { LeaseInfo, LockStore } from '../../strategies/lock/store.ts';
 import { CallBatches } from '../call-batches.ts';
-import { redactCredentials } from '../credentials.ts';
+import { shownArgument } from '../credentials.ts';
 import {
   checkClaimRequest,
   checkCount,
@@ -103,19 +103,6 @@ function checkWholeMs(option: string, value: number): void {
   if (!Number.isSafeInteger(value)) throw new InvalidOptionError(option, value, 'whole epoch milliseconds');
 }
 
-/**
- * What was given instead of a pool, as an error may show it: a connection URL or a pool's config
- * given by mistake holds the password, so a URL is redacted and a plain object shows its field
- * names only.
- */
-function shownPool(value: unknown): unknown {
-  if (typeof value === 'string') return redactCredentials(value);
-  if (typeof value === 'object' && value !== null && Object.getPrototypeOf(value) === Object.prototype) {
-    return Object.fromEntries(Object.keys(value).map((field) => [field, '…']));
-  }
-  return value;
-}
-
 /** What the store binds to a statement's placeholders. */
 type Parameter = string | number | null;
 
@@ -178,7 +165,7 @@ export class MysqlLockStore implements LockStore, RunLedger, InstanceRegistry {
     ) {
       throw new InvalidOptionError(
         'pool',
-        shownPool(pool),
+        shownArgument(pool),
         'a mysql2/promise pool (createPool from mysql2/promise)',
       );
     }

@@ -22,6 +22,7 @@ import { withDeadline } from '../../pipeline/time.ts';
 import { isStoreSetupError, StaleTokenError, type StoreSetupError } from '../../strategies/lock/errors.ts';
 import type { LeaseInfo, LockStore } from '../../strategies/lock/store.ts';
 import { CallBatches } from '../call-batches.ts';
+import { shownArgument } from '../credentials.ts';
 import {
   checkClaimRequest,
   checkCount,
@@ -190,7 +191,7 @@ export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry
    */
   constructor(pool: Pool, options: PostgresLockStoreOptions = {}) {
     if (typeof pool !== 'object' || pool === null || typeof pool.query !== 'function') {
-      throw new InvalidOptionError('pool', pool, 'a pg.Pool');
+      throw new InvalidOptionError('pool', shownArgument(pool), 'a pg.Pool');
     }
     this.#pool = pool;
     this.#tables = resolveTables(options);

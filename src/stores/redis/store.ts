@@ -31,6 +31,7 @@ import { InvalidOptionError } from '../../pipeline/errors.ts';
 import { InvalidKeyError, StaleTokenError, StoreUnavailableError } from '../../strategies/lock/errors.ts';
 import { type LeaseInfo, type LockStore, storeKeyByteLimit } from '../../strategies/lock/store.ts';
 import { CallBatches } from '../call-batches.ts';
+import { shownArgument } from '../credentials.ts';
 import { checkOverlap } from '../overlap-option.ts';
 import {
   BoundedCommands,
@@ -110,7 +111,7 @@ export class RedisLockStore implements LockStore, RunLedger, InstanceRegistry {
       typeof client !== 'object' ||
       typeof (client as Partial<Client>).evalsha !== 'function'
     ) {
-      throw new InvalidOptionError('client', client, 'an ioredis Redis or Cluster instance');
+      throw new InvalidOptionError('client', shownArgument(client), 'an ioredis Redis or Cluster instance');
     }
     const prefix = options.prefix ?? redisLockStoreDefaults.prefix;
     if (typeof prefix !== 'string') throw new InvalidOptionError('prefix', prefix, 'a string');
