@@ -6,6 +6,7 @@ export {
   hasInstanceRegistry,
   hasJobPauses,
   hasRunLedger,
+  holdsKeyLease,
   type InstanceInfo,
   type InstanceRegistry,
   type JobPause,
@@ -20,6 +21,7 @@ export {
   type RunOutcome,
   type RunRecord,
   type RunResult,
+  type RunTrigger,
 } from './ledger/contract.ts';
 // A store of your own on the run ledger's primitive: see docs/stores.md.
 export {
@@ -29,6 +31,7 @@ export {
   decideFinish,
   decideRenew,
   type FinishDecision,
+  grantedLease,
   type LedgerChanges,
   type LedgerEntry,
   type LedgerView,

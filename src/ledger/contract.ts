@@ -36,6 +36,15 @@ export type RunOutcome = 'success' | 'failure';
  */
 export type LedgerSkipReason = 'overlap' | 'missed' | 'paused';
 
+/**
+ * How a run started: `schedule` (a fire of its schedule), `catch-up` (an occurrence found missing
+ * when an instance started), `manual` (`resil jobs run`, the dashboard's Trigger, `trigger()`),
+ * `backfill` (`resil jobs backfill`).
+ */
+export type RunTrigger = 'schedule' | 'catch-up' | 'manual' | 'backfill';
+
+export const runTriggers: readonly RunTrigger[] = ['schedule', 'catch-up', 'manual', 'backfill'];
+
 /** One occurrence of a job as the run ledger keeps it: its latest state. */
 export interface RunRecord {
   /** The job's name. */
@@ -57,6 +66,12 @@ export interface RunRecord {
   readonly error?: string;
   /** How many times another instance took the occurrence over after its holder stopped renewing. */
   readonly takeovers?: number;
+  /** How it started; absent in a record written before runs recorded it, read as `schedule`. */
+  readonly trigger?: RunTrigger;
+  /** Who started a manual or backfill run (`user@host`, or the dashboard's actor). */
+  readonly actor?: string;
+  /** Why, as its starter said (`--reason`). */
+  readonly triggerReason?: string;
 }
 
 /** A record's fields as a store keeps them: numbers maybe as strings, absent ones maybe `null`. */
@@ -71,6 +86,9 @@ export interface StoredRunRecord {
   readonly endedAt?: number | string | null;
   readonly error?: string | null;
   readonly takeovers?: number | string | null;
+  readonly trigger?: RunTrigger | null;
+  readonly actor?: string | null;
+  readonly triggerReason?: string | null;
 }
 
 /** The public {@link RunRecord} of a stored one: only its fields, numbers as numbers, none empty. */
@@ -87,6 +105,9 @@ export function runRecordOf(stored: StoredRunRecord): RunRecord {
   if (stored.endedAt != null) record.endedAt = Number(stored.endedAt);
   if (stored.error != null) record.error = stored.error;
   if (stored.takeovers != null && Number(stored.takeovers) > 0) record.takeovers = Number(stored.takeovers);
+  if (stored.trigger != null) record.trigger = stored.trigger;
+  if (stored.actor != null) record.actor = stored.actor;
+  if (stored.triggerReason != null) record.triggerReason = stored.triggerReason;
   return record;
 }
 
@@ -110,10 +131,23 @@ export interface ClaimRequest {
    */
   readonly startingDeadlineMs: number;
   /**
-   * A manual run (`resil jobs run`): granted whenever no other occurrence holds the lease, whatever
-   * the records say; never queued, never early, no deadline.
+   * A manual run (`resil jobs run`): never early, and granted whatever the pause (the caller
+   * decides that); otherwise its overlap policy applies as to a fire: skipped (not recorded) under
+   * `skip` while another occurrence holds the lease, queued under `buffer-one`/`buffer-all`, the
+   * holder cancelled under `cancel-other`.
    */
   readonly manual?: boolean;
+  /**
+   * With `manual`: granted at once, whatever holds the key's lease, under a lease of its own (as
+   * `allow-all` occurrences are) and a new fencing token (`resil jobs run --force`).
+   */
+  readonly force?: boolean;
+  /** How the run started, recorded with its occurrence. Defaults to `schedule`. */
+  readonly trigger?: RunTrigger;
+  /** Who started a manual or backfill run, recorded with its occurrence. */
+  readonly actor?: string;
+  /** Why, as its starter said, recorded with its occurrence. */
+  readonly triggerReason?: string;
   /** Records older than this (by `scheduledAt`, store clock) are dropped. Defaults to 7 days. */
   readonly retentionMs?: number;
   /** How many of its latest records the job keeps (more while they are within `keepWithinMs`; see {@link LedgerTrim}). */
@@ -170,6 +204,13 @@ export interface OccurrenceLease {
   readonly token: number;
   /** For `allow-all`, the lease is the occurrence's own, not the key's. */
   readonly overlap: OverlapPolicy;
+  /** True when the lease is the occurrence's own, not the key's, whatever `overlap` says (a forced manual run). */
+  readonly ownLease?: boolean;
+}
+
+/** Whether the lease is the key's (renewed and released with the occurrence's), or its own. */
+export function holdsKeyLease(lease: Pick<OccurrenceLease, 'overlap' | 'ownLease'>): boolean {
+  return lease.overlap !== 'allow-all' && lease.ownLease !== true;
 }
 
 /** What a holder reports when its run ends. */

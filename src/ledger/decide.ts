@@ -1,11 +1,12 @@
-import type {
-  ClaimRequest,
-  LedgerSkipReason,
-  LedgerTrim,
-  OccurrenceLease,
-  OccurrenceState,
-  RunRecord,
-  RunResult,
+import {
+  type ClaimRequest,
+  holdsKeyLease,
+  type LedgerSkipReason,
+  type LedgerTrim,
+  type OccurrenceLease,
+  type OccurrenceState,
+  type RunRecord,
+  type RunResult,
 } from './contract.ts';
 import { ledgerDefaultRetentionMs, ledgerMessages, ledgerTrimOf } from './defaults.ts';
 
@@ -99,6 +100,15 @@ export function isFinal(state: OccurrenceState): boolean {
   return state === 'success' || state === 'failure' || state === 'skipped';
 }
 
+/**
+ * Whether a backfill leaves the occurrence alone: it has a record, and the record says it ran, runs,
+ * waits, or was skipped by its overlap policy. An occurrence skipped as `missed` or `paused`, or
+ * without a record, is run.
+ */
+export function isDone(record: Pick<RunRecord, 'outcome' | 'reason'>): boolean {
+  return record.outcome !== 'skipped' || record.reason === 'overlap';
+}
+
 /** The public record of an entry: without the lease and queue fields. */
 export function publicRecord(entry: LedgerEntry): RunRecord {
   const {
@@ -168,17 +178,28 @@ export function decideClaim(view: LedgerView, request: ClaimRequest): Decision<C
   const entry = view.entries.get(at);
   const perOccurrence = overlap === 'allow-all';
   const keyLease = view.lease;
-  if (request.manual) {
-    if (!perOccurrence && keyLease !== undefined) return draft.done({ status: 'skipped', reason: 'overlap' });
-    return draft.done(grant(draft, view, request, at, false));
-  }
-  if (now < at) return draft.done({ status: 'wait', retryAt: at, runningElsewhere: false });
-  if (entry !== undefined && isFinal(entry.outcome)) {
+  if (request.manual === true) {
+    // Forced: beside whatever runs, under a lease of its own. Under `skip`, a manual run that
+    // cannot start now leaves no record: nothing was due.
+    if (request.force === true) return draft.done(grant(draft, view, request, at, false, false));
+    if (overlap === 'skip' && keyLease !== undefined && (entry === undefined || isFinal(entry.outcome)))
+      return draft.done({ status: 'skipped', reason: 'overlap' });
+  } else if (now < at) return draft.done({ status: 'wait', retryAt: at, runningElsewhere: false });
+  // A manual run is a new run, even of an instant some other run had (two within a millisecond);
+  // a backfill runs an occurrence that was not done.
+  if (
+    entry !== undefined &&
+    isFinal(entry.outcome) &&
+    request.manual !== true &&
+    !(request.trigger === 'backfill' && !isDone(entry))
+  ) {
     return draft.done({ status: 'skipped', reason: 'already-done' });
   }
   const running = entry?.outcome === 'running';
-  // A paused job's running occurrence runs on; any other is skipped.
-  if (!running && view.paused) return draft.done(skip(draft, view, request, 'paused'));
+  // A paused job's running occurrence runs on; any other is skipped (but a manual one: its
+  // caller decided).
+  if (!running && view.paused && request.manual !== true)
+    return draft.done(skip(draft, view, request, 'paused'));
   // A running occurrence is judged by its own lease: still renewed, to be taken over, or given up.
   if (running && entry!.expiresAt! > now) {
     return draft.done({ status: 'wait', retryAt: entry!.expiresAt!, runningElsewhere: true });
@@ -189,12 +210,14 @@ export function decideClaim(view: LedgerView, request: ClaimRequest): Decision<C
     return draft.done({ status: 'skipped', reason: 'already-done' });
   }
   const deadline = at + window;
+  // Past its deadline: too late to start. A manual run has none until it waits in the queue.
+  const late = now > deadline && (request.manual !== true || entry?.outcome === 'queued');
 
   // Another occurrence (or a plain lock) holds the lease this one needs.
   if (!perOccurrence && keyLease !== undefined) {
     // Abandoned, but the key is taken: it waits for the key (a takeover still needs the lease).
     if (running) return draft.done({ status: 'wait', retryAt: keyLease.expiresAt, runningElsewhere: true });
-    if (now > deadline) return draft.done(skip(draft, view, request, 'missed'));
+    if (late) return draft.done(skip(draft, view, request, 'missed'));
     if (entry?.outcome !== 'queued' && !enqueue(draft, view, request, deadline)) {
       return draft.done(skip(draft, view, request, 'overlap'));
     }
@@ -203,7 +226,7 @@ export function decideClaim(view: LedgerView, request: ClaimRequest): Decision<C
       draft.put({ ...holder, cancelled: true });
     return draft.done({ status: 'wait', retryAt: keyLease.expiresAt, runningElsewhere: false });
   }
-  if ((entry === undefined || entry.outcome === 'queued') && now > deadline) {
+  if ((entry === undefined || entry.outcome === 'queued') && late) {
     return draft.done(skip(draft, view, request, 'missed'));
   }
 
@@ -241,6 +264,14 @@ export function decideClaim(view: LedgerView, request: ClaimRequest): Decision<C
   return draft.done(granted);
 }
 
+/** The lease of a granted claim, once the store issued its token. */
+export function grantedLease(request: ClaimRequest, scheduledAt: number, token: number): OccurrenceLease {
+  const { job, key, owner, overlap } = request;
+  const lease: OccurrenceLease = { job, key, scheduledAt, owner, token, overlap };
+  // A forced manual run is granted its own occurrence, under a lease of its own.
+  return request.manual === true && request.force === true ? { ...lease, ownLease: true } : lease;
+}
+
 /**
  * Whether the holder of `lease` keeps it for `ttlMs` more: not when its occurrence is no longer
  * running under its lease, nor, under the key's lease, when that lease is not its own. A cancelled
@@ -257,7 +288,7 @@ export function decideRenew(view: LedgerView, lease: OccurrenceLease, ttlMs: num
     releaseOccurrence(draft, view, lease, entry);
     return draft.done(false);
   }
-  if (lease.overlap !== 'allow-all') {
+  if (holdsKeyLease(lease)) {
     if (view.lease?.owner !== lease.owner) return draft.done(false);
     draft.renewKey = { owner: lease.owner, ttlMs };
   }
@@ -330,10 +361,14 @@ function grant(
   request: ClaimRequest,
   at: number,
   takeover: boolean,
+  holdsKey = request.overlap !== 'allow-all',
 ): ClaimDecision {
   const { owner, ttlMs } = request;
-  draft.grant = { scheduledAt: at, owner, ttlMs, holdsKey: request.overlap !== 'allow-all' };
-  const takeovers = (draft.get(at)?.takeovers ?? 0) + (takeover ? 1 : 0);
+  draft.grant = { scheduledAt: at, owner, ttlMs, holdsKey };
+  const found = draft.get(at);
+  // A final record is run afresh (a manual run at its instant, a backfill of a missed one).
+  const previous = found !== undefined && isFinal(found.outcome) ? undefined : found;
+  const takeovers = (previous?.takeovers ?? 0) + (takeover ? 1 : 0);
   draft.put({
     job: request.job,
     scheduledAt: at,
@@ -341,6 +376,9 @@ function grant(
     instance: request.instance,
     startedAt: view.now,
     ...(takeovers > 0 ? { takeovers } : {}),
+    // How it started: as its record says, else (a new one, or a skipped one a backfill runs) as
+    // the request does when it is its own.
+    ...(previous !== undefined ? triggerOf(previous) : at === request.scheduledAt ? triggerOf(request) : {}),
     owner,
     expiresAt: view.now + ttlMs,
   });
@@ -360,9 +398,21 @@ function enqueue(draft: Draft, view: LedgerView, request: ClaimRequest, deadline
     scheduledAt,
     outcome: 'queued',
     instance: request.instance,
+    ...triggerOf(request),
     queuedUntil: deadline,
   });
   return true;
+}
+
+/** The fields that say how a run started, of a request or an entry (none for a scheduled fire's). */
+function triggerOf(
+  from: Pick<ClaimRequest, 'trigger' | 'actor' | 'triggerReason'>,
+): Pick<LedgerEntry, 'trigger' | 'actor' | 'triggerReason'> {
+  const fields: { -readonly [K in 'trigger' | 'actor' | 'triggerReason']?: LedgerEntry[K] } = {};
+  if (from.trigger !== undefined && from.trigger !== 'schedule') fields.trigger = from.trigger;
+  if (from.actor !== undefined) fields.actor = from.actor;
+  if (from.triggerReason !== undefined) fields.triggerReason = from.triggerReason;
+  return fields;
 }
 
 function skip(
@@ -377,6 +427,7 @@ function skip(
     outcome: 'skipped',
     instance: request.instance,
     reason,
+    ...triggerOf(request),
     endedAt: view.now,
   });
   draft.trim = resolvedTrim(request);
@@ -409,7 +460,7 @@ function end(draft: Draft, view: LedgerView, job: string, at: number, result: Ru
 function releaseOccurrence(draft: Draft, view: LedgerView, lease: OccurrenceLease, entry: LedgerEntry): void {
   if (entry.owner !== lease.owner) return;
   draft.put({ ...entry, expiresAt: view.now });
-  if (lease.overlap === 'allow-all') return;
+  if (!holdsKeyLease(lease)) return;
   if (view.lease?.owner === lease.owner) {
     draft.releaseKey = { owner: lease.owner, scheduledAt: lease.scheduledAt };
   }

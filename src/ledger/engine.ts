@@ -5,6 +5,7 @@ import {
   decideClaim,
   decideFinish,
   decideRenew,
+  grantedLease,
   type LedgerChanges,
   type LedgerEntry,
   type LedgerView,
@@ -111,7 +112,7 @@ export class LedgerEngine {
   }
 
   async claimOccurrence(request: ClaimRequest): Promise<ClaimResult> {
-    const { job, key, owner, overlap } = request;
+    const { job, key } = request;
     // Without the history a trim needs: only a claim that records a skip trims, and it reads again.
     const target: ReadTarget = { operation: 'claimOccurrence', key, job, occurrences: [request.scheduledAt] };
     const { answer, token } = await this.#decide(
@@ -120,7 +121,7 @@ export class LedgerEngine {
       resolvedTrim(request),
     );
     if (answer.status !== 'granted') return answer;
-    const lease = { job, key, scheduledAt: answer.scheduledAt, owner, token: token!, overlap };
+    const lease = grantedLease(request, answer.scheduledAt, token!);
     return { status: 'granted', takeover: answer.takeover, lease };
   }
 

@@ -19,6 +19,7 @@ import {
   decideClaim,
   decideFinish,
   decideRenew,
+  grantedLease,
   type LedgerChanges,
   type LedgerEntry,
   type LedgerView,
@@ -55,11 +56,11 @@ export class MemoryLockStore extends MemoryLeaseStore implements RunLedger, Inst
   readonly #instances = new Map<string, { info: RegisteredInstance; expiresAt: number }>();
 
   async claimOccurrence(request: ClaimRequest): Promise<ClaimResult> {
-    const { job, key, owner, overlap } = request;
+    const { job, key } = request;
     const { answer } = this.#decide(key, job, (view) => decideClaim(view, request));
     if (answer.status !== 'granted') return answer;
     const token = this.#ledger(key, job).get(answer.scheduledAt)!.token!;
-    const lease = { job, key, scheduledAt: answer.scheduledAt, owner, token, overlap };
+    const lease = grantedLease(request, answer.scheduledAt, token);
     return { status: 'granted', takeover: answer.takeover, lease };
   }
 

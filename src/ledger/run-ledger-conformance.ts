@@ -424,6 +424,64 @@ export function describeRunLedgerConformance(
       expect(running.token).toBeGreaterThan(manual.token);
     });
 
+    it('records how a run started: trigger, actor and reason of manual and backfill runs', async () => {
+      const { ledger, claim, granted, record } = await setUp();
+      const at = past(2 * second);
+      const scheduled = await granted(at - 3 * second, { trigger: 'schedule' });
+      await ledger.finishOccurrence(scheduled, { outcome: 'success' });
+      const manual = await granted(at, {
+        manual: true,
+        trigger: 'manual',
+        actor: 'ops@host-1',
+        triggerReason: 'rerun ✓',
+      });
+      await ledger.finishOccurrence(manual, { outcome: 'failure', error: 'boom' });
+      expect(await record(at)).toMatchObject({
+        outcome: 'failure',
+        trigger: 'manual',
+        actor: 'ops@host-1',
+        triggerReason: 'rerun ✓',
+      });
+      // A fire's record carries no trigger: it reads as schedule.
+      expect((await record(at - 3 * second))?.trigger).toBeUndefined();
+      // A backfill runs an occurrence skipped as missed, and leaves a done one alone.
+      const missed = past(4 * minute);
+      expect(await claim(missed, { startingDeadlineMs: second })).toEqual({
+        status: 'skipped',
+        reason: 'missed',
+      });
+      const backfill = { trigger: 'backfill', actor: 'ops@host-1', startingDeadlineMs: 5 * minute } as const;
+      const rerun = await granted(missed, backfill);
+      await ledger.finishOccurrence(rerun, { outcome: 'success' });
+      expect(await record(missed)).toMatchObject({
+        outcome: 'success',
+        trigger: 'backfill',
+        actor: 'ops@host-1',
+      });
+      expect((await record(missed))?.reason).toBeUndefined();
+      expect(await claim(missed, backfill)).toEqual({ status: 'skipped', reason: 'already-done' });
+    });
+
+    it('a forced manual run is granted beside a running occurrence, under a lease of its own', async () => {
+      const { ledger, claim, granted, record } = await setUp();
+      const at = past(2 * second);
+      const running = await granted(at);
+      const forced = await granted(at + second, { manual: true, force: true, trigger: 'manual' });
+      expect(forced.ownLease).toBe(true);
+      expect(forced.token).toBeGreaterThan(running.token);
+      // Each renews and finishes its own: the key's lease stays the running occurrence's.
+      expect(await ledger.renewOccurrence(forced, 10 * second)).toBe(true);
+      expect(await ledger.renewOccurrence(running, 10 * second)).toBe(true);
+      await ledger.finishOccurrence(forced, { outcome: 'success' });
+      expect(await record(at + second)).toMatchObject({ outcome: 'success', trigger: 'manual' });
+      expect(await claim(at + 2 * second, { manual: true })).toEqual({
+        status: 'skipped',
+        reason: 'overlap',
+      });
+      await ledger.finishOccurrence(running, { outcome: 'success' });
+      expect((await claim(at + 3 * second, { manual: true })).status).toBe('granted');
+    });
+
     it('a plain acquire of the key and a claim exclude each other', async () => {
       const { ledger, claim, granted, key } = await setUp();
       const at = past(2 * second);

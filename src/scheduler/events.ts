@@ -1,8 +1,11 @@
 import type { StrayErrorOrigin } from './containment.ts';
 import type { SkipReason } from './fire.ts';
 
-/** How a fire came about: a cron fire, a catch-up at start, or a manual run (`jobs run`, `trigger()`). */
-export type FireKind = 'scheduled' | 'catch-up' | 'manual';
+/**
+ * How a fire came about: a cron fire, a catch-up at start, a manual run (`jobs run`, `trigger()`),
+ * or an occurrence of `resil jobs backfill`.
+ */
+export type FireKind = 'scheduled' | 'catch-up' | 'manual' | 'backfill';
 
 /** What every event of one occurrence carries. */
 export interface OccurrenceEventBase {

@@ -1,4 +1,4 @@
-import type { ClaimResult, LedgerTrim, RunLedger } from '../ledger/contract.ts';
+import type { ClaimResult, LedgerTrim, RunLedger, RunTrigger } from '../ledger/contract.ts';
 import type { ResilienceContext } from '../pipeline/context.ts';
 import type { Outcome } from '../pipeline/outcome.ts';
 import type { ResiliencePipeline } from '../pipeline/pipeline.ts';
@@ -104,9 +104,20 @@ export interface FireOptions {
   /**
    * `scheduled` (a cron fire: starting deadline applies), `catch-up` (an occurrence found missing
    * at start: the catch-up window applies instead), `manual` (`resil jobs run`: runs now, no
-   * deadline, no never-early wait; skipped as `overlap` while another occurrence holds the lease; the run is recorded).
+   * never-early wait; the overlap policy applies as to a fire, but a `skip` is not recorded),
+   * `backfill` (an occurrence of the past: it may start until the starting deadline counted from
+   * now).
    */
-  kind?: 'scheduled' | 'catch-up' | 'manual';
+  kind?: FireKind;
+  /**
+   * For `manual`: run at once, beside whatever runs, under a lease of its own (the overlap policy
+   * is not asked; `resil jobs run --force`).
+   */
+  force?: boolean;
+  /** For `manual` and `backfill`: who asked (`user@host`), recorded with the run. */
+  actor?: string;
+  /** For `manual` and `backfill`: why, recorded with the run. */
+  reason?: string;
   /** Aborts the fire: while it waits it is skipped (`shutdown`), while it runs the job's signal aborts. */
   signal?: AbortSignal;
   /**
@@ -154,6 +165,14 @@ const expiryMarginMs = 25;
  * the occurrence's starting deadline.
  */
 export const claimRetryTiming = { initialDelay: 100, maxDelay: 2_000 } as const;
+
+/** What the ledger records of how each kind of fire started. */
+const triggers: Record<FireKind, RunTrigger> = {
+  scheduled: 'schedule',
+  'catch-up': 'catch-up',
+  manual: 'manual',
+  backfill: 'backfill',
+};
 
 const storeResetMessage =
   'not run: the store lost the record of this occurrence while another instance ran it (a restart without persistence?)';
@@ -242,7 +261,17 @@ export class JobFirer {
     let waitMs = manual ? 0 : this.#startsAt(state) - clock.now() + (clock.offset?.uncertaintyMs ?? 0);
     /** This fire saw its occurrence running on another instance. */
     let sawRunning = false;
-    const deadlineMs = state.kind === 'catch-up' ? (this.job.catchUpMs ?? 0) : this.job.startingDeadlineMs;
+    const deadlineMs =
+      state.kind === 'catch-up'
+        ? (this.job.catchUpMs ?? 0)
+        : state.kind === 'backfill'
+          ? Math.max(0, Math.round(clock.now()) - state.scheduledAt) + this.job.startingDeadlineMs
+          : this.job.startingDeadlineMs;
+    const trigger = {
+      trigger: triggers[state.kind],
+      ...(options.actor === undefined ? {} : { actor: options.actor }),
+      ...(options.reason === undefined ? {} : { triggerReason: options.reason }),
+    };
     /** The next pause after a claim the store could not answer. */
     let storeRetryDelay: number = claimRetryTiming.initialDelay;
     // Every fire of a runner sleeps on its stopping signal: each links to it through a shared
@@ -294,6 +323,8 @@ export class JobFirer {
             overlap: this.job.overlap,
             startingDeadlineMs: deadlineMs,
             manual,
+            ...(manual && options.force === true ? { force: true } : {}),
+            ...trigger,
             ...this.#trim,
           });
         } catch (error) {

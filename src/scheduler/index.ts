@@ -41,6 +41,7 @@ export type {
 } from './job.ts';
 export {
   createScheduler,
+  type ManualRunOptions,
   type Scheduler,
   type SchedulerOptions,
   type TriggerResult,

@@ -6,7 +6,7 @@ import { describeError } from './credentials.ts';
 import { type DstNotice, DstNoticeFinder, describeDstNotice, type JobDstNotices } from './dst.ts';
 import { ShutdownError, UnknownJobError } from './errors.ts';
 import { logSchedulerEvents } from './event-log.ts';
-import { SchedulerEvents, type SchedulerListener } from './events.ts';
+import { type FireKind, SchedulerEvents, type SchedulerListener } from './events.ts';
 import {
   type FireEnvironment,
   type FireOptions,
@@ -287,21 +287,39 @@ export class JobRunner {
    * deadline; skipped as `overlap` while another occurrence holds its lease), tracked like any
    * fire, so `stop()` waits for it. Any job of the config, scheduled here or not.
    */
-  trigger(name: string, options: Pick<FireOptions, 'signal' | 'onAttemptAborted'> = {}): Promise<FireResult> {
+  trigger(name: string, options: TriggerOptions = {}): Promise<FireResult> {
+    return this.#fireNow(name, 'trigger', Math.round(this.#clock.now()), { ...options, kind: 'manual' });
+  }
+
+  /**
+   * Runs the past occurrence `scheduledAt` of `name` through its full pipeline, as `resil jobs
+   * backfill` does: claimed like a fire (at most once across the fleet; one done already is skipped
+   * as `already-done`, one skipped as `missed` or `paused` runs), under its overlap policy, and
+   * allowed to start until its starting deadline counted from now.
+   */
+  backfill(
+    name: string,
+    scheduledAt: number,
+    options: Omit<TriggerOptions, 'force'> = {},
+  ): Promise<FireResult> {
+    return this.#fireNow(name, 'backfill', scheduledAt, { ...options, kind: 'backfill' });
+  }
+
+  #fireNow(
+    name: string,
+    method: string,
+    scheduledAt: number,
+    options: TriggerOptions & { kind: FireKind },
+  ): Promise<FireResult> {
     if (this.#state === 'stopping') {
-      return Promise.reject(new Error(`trigger("${name}") after stop(): the scheduler is stopped.`));
+      return Promise.reject(new Error(`${method}("${name}") after stop(): the scheduler is stopped.`));
     }
     const job = this.#config.jobs.find((candidate) => candidate.name === name);
     if (job === undefined) return Promise.reject(this.unknownJob(name));
     const scheduled = this.#jobs.find((candidate) => candidate.job === job);
     const firer = scheduled?.firer ?? new JobFirer(job, this.#environment);
-    return this.#track(
-      firer,
-      Math.round(this.#clock.now()),
-      { kind: 'manual' },
-      options.signal,
-      options.onAttemptAborted,
-    );
+    const { signal, onAttemptAborted, ...fireOptions } = options;
+    return this.#track(firer, scheduledAt, fireOptions, signal, onAttemptAborted);
   }
 
   /** @internal Resolves when no fire is in progress (tests). */
@@ -565,25 +583,66 @@ export async function runJobNow(
   config: ResolvedConfig,
   jobName: string,
   logger: SchedulerLogger,
-  options: {
+  options: TriggerOptions & {
     timeProvider?: TimeProvider;
-    signal?: AbortSignal;
-    /** See `FireOptions.onAttemptAborted`. */
-    onAttemptAborted?: FireOptions['onAttemptAborted'];
     /** Also told every event of the run. */
     onEvent?: SchedulerListener;
   } = {},
 ): Promise<FireResult> {
-  const runner = new JobRunner({ config, logger, jobs: [jobName], timeProvider: options.timeProvider });
-  if (options.onEvent) runner.on(options.onEvent);
+  const { timeProvider, onEvent, ...trigger } = options;
+  const runner = await syncedRunner(config, jobName, logger, timeProvider, onEvent);
+  return runner.trigger(jobName, trigger);
+}
+
+/**
+ * Runs the past occurrences `scheduledAts` of `jobName` (oldest first), as `resil jobs backfill`
+ * does: each through `JobRunner.backfill`, one after another, so that each meets the job's overlap
+ * policy as its own fire would; `onResult` hears each result as it comes. Stops at the first
+ * `shutdown` (the signal aborted).
+ */
+export async function backfillJob(
+  config: ResolvedConfig,
+  jobName: string,
+  scheduledAts: readonly number[],
+  logger: SchedulerLogger,
+  options: Omit<TriggerOptions, 'force'> & {
+    timeProvider?: TimeProvider;
+    onEvent?: SchedulerListener;
+    onResult?: (scheduledAt: number, result: FireResult) => void;
+  } = {},
+): Promise<FireResult[]> {
+  const { timeProvider, onEvent, onResult, ...backfill } = options;
+  const runner = await syncedRunner(config, jobName, logger, timeProvider, onEvent);
+  const results: FireResult[] = [];
+  for (const scheduledAt of scheduledAts) {
+    const result = await runner.backfill(jobName, scheduledAt, backfill);
+    results.push(result);
+    onResult?.(scheduledAt, result);
+    if (result.outcome === 'skipped' && result.reason === 'shutdown') break;
+  }
+  return results;
+}
+
+async function syncedRunner(
+  config: ResolvedConfig,
+  jobName: string,
+  logger: SchedulerLogger,
+  timeProvider: TimeProvider | undefined,
+  onEvent: SchedulerListener | undefined,
+): Promise<JobRunner> {
+  const runner = new JobRunner({ config, logger, jobs: [jobName], timeProvider });
+  if (onEvent) runner.on(onEvent);
   try {
     // Only so that the ledger's start/end times are on the store's clock; a manual run does not wait.
     await runner.clock.sync();
   } catch {
     // The claim reports an unreachable store as the result.
   }
-  return runner.trigger(jobName, { signal: options.signal, onAttemptAborted: options.onAttemptAborted });
+  return runner;
 }
+
+/** What `trigger()` takes: see {@link FireOptions}. */
+export type TriggerOptions = Pick<FireOptions, 'signal' | 'onAttemptAborted' | 'force' | 'actor' | 'reason'>;
 
 function environmentFor(
   config: ResolvedConfig,

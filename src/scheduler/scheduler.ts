@@ -20,6 +20,18 @@ export interface SchedulerOptions extends ResilConfig {
   only?: string[];
 }
 
+/** Who runs a job by hand and why (recorded with the run), and whether it is forced. */
+export interface ManualRunOptions {
+  /** Recorded as the run's `actor`, e.g. `ops@host-1`. */
+  readonly actor?: string;
+  /** Recorded as the run's `triggerReason`. */
+  readonly reason?: string;
+  /** Run at once, beside whatever runs, under a lease of its own (the overlap policy is not asked). */
+  readonly force?: boolean;
+  /** Aborts the run (while it waits, it is skipped as `shutdown`). */
+  readonly signal?: AbortSignal;
+}
+
 /** What `trigger()` resolves to. */
 export type TriggerResult = FireResult;
 
@@ -32,8 +44,22 @@ export interface Scheduler {
    * finish, then their signals abort and their leases are released. Idempotent.
    */
   stop(options?: { graceMs?: number }): Promise<void>;
-  /** Runs a job now through its full pipeline, like `resil jobs run`. */
-  trigger(name: string): Promise<TriggerResult>;
+  /**
+   * Runs a job now through its full pipeline, like `resil jobs run`: under its overlap policy (a
+   * `skip` while another occurrence runs is not recorded), or with `force` beside whatever runs.
+   * `actor` and `reason` are recorded with the run (`trigger: 'manual'`).
+   */
+  trigger(name: string, options?: ManualRunOptions): Promise<TriggerResult>;
+  /**
+   * Runs the past occurrence `scheduledAt` of a job, like one occurrence of `resil jobs backfill`:
+   * at most once across the fleet, skipped as `already-done` when it ran (an occurrence skipped as
+   * `missed` or `paused` runs), under its overlap policy; recorded with `trigger: 'backfill'`.
+   */
+  backfill(
+    name: string,
+    scheduledAt: Date | number,
+    options?: Omit<ManualRunOptions, 'force'>,
+  ): Promise<TriggerResult>;
   /** The next `count` instants of the job's schedule (default 5), after now by the scheduler's clock. */
   nextRuns(name: string, count?: number): Date[];
   /** Subscribes to every event (`started`, `succeeded`, `failed`, `skipped`, ...); returns the unsubscribe. */
@@ -94,7 +120,8 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
   return {
     start: () => runner.start(),
     stop: (stopOptions) => runner.stop(stopOptions),
-    trigger: (name) => runner.trigger(name),
+    trigger: (name, manual = {}) => runner.trigger(name, manual),
+    backfill: (name, scheduledAt, manual = {}) => runner.backfill(name, Number(scheduledAt), manual),
     nextRuns(name, count = 5) {
       const job = resolved.jobs.find((candidate) => candidate.name === name);
       if (job === undefined) throw runner.unknownJob(name);

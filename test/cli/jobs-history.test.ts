@@ -48,6 +48,8 @@ interface Entry {
   durationMs: number | null;
   takeovers: number;
   error: string | null;
+  trigger: string;
+  actor: string | null;
 }
 
 const iso = (epochMs: number) => new Date(epochMs).toISOString();
@@ -164,7 +166,14 @@ describe.skipIf(!redisUrl)('with a Redis store', () => {
     ]);
     const [latest, skip, run, failure, takeover] = entries as [Entry, Entry, Entry, Entry, Entry];
 
-    expect(latest).toMatchObject({ outcome: 'success', reason: null, instance: 'cli-1', error: null });
+    expect(latest).toMatchObject({
+      outcome: 'success',
+      reason: null,
+      instance: 'cli-1',
+      error: null,
+      trigger: 'manual',
+      actor: expect.stringMatching(/^\S+@\S+$/),
+    });
     expect(latest.token).toBeTypeOf('number');
     expect(Date.parse(latest.scheduledAt)).toBeGreaterThanOrEqual(manual.startedAt - 1_000);
     expect(Date.parse(latest.scheduledAt)).toBeLessThanOrEqual(manual.finishedAt + 1_000);
@@ -182,6 +191,8 @@ describe.skipIf(!redisUrl)('with a Redis store', () => {
       durationMs: null,
       takeovers: 0,
       error: null,
+      trigger: 'schedule',
+      actor: null,
     });
     expect(run).toMatchObject({
       scheduledAt: iso(running),
@@ -226,21 +237,27 @@ describe.skipIf(!redisUrl)('with a Redis store', () => {
     const lines = result.stdout.trimEnd().split('\n');
     expect(lines).toHaveLength(6);
     expect(lines[0]).toMatch(
-      /^OCCURRENCE \(Europe\/Berlin\)\s+OUTCOME\s+INSTANCE\s+TOKEN\s+STARTED\s+DURATION\s+TAKEOVERS\s+ERROR$/,
+      /^OCCURRENCE \(Europe\/Berlin\)\s+OUTCOME\s+INSTANCE\s+TOKEN\s+STARTED\s+DURATION\s+TAKEOVERS\s+TRIGGER\s+ERROR$/,
     );
     const at = (epochMs: number) =>
       formatTimeIn(new Date(epochMs), 'Europe/Berlin').replace(/[+.]/g, (character) => `\\${character}`);
     const stamp = String.raw`\d{4}-\d\d-\d\d \d\d:\d\d:\d\d GMT\+[12]`;
-    expect(lines[1]).toMatch(new RegExp(`^${stamp}\\s+success\\s+cli-1\\s+\\d+\\s+${stamp}\\s+\\d+ms$`));
-    expect(lines[2]).toMatch(new RegExp(`^${at(skipped)}\\s+skipped \\(overlap\\)\\s+web-1\\s+-\\s+-\\s+-$`));
+    expect(lines[1]).toMatch(
+      new RegExp(`^${stamp}\\s+success\\s+cli-1\\s+\\d+\\s+${stamp}\\s+\\d+ms\\s+manual by \\S+@\\S+$`),
+    );
+    expect(lines[2]).toMatch(
+      new RegExp(`^${at(skipped)}\\s+skipped \\(overlap\\)\\s+web-1\\s+-\\s+-\\s+-\\s+schedule$`),
+    );
     expect(lines[3]).toMatch(
-      new RegExp(`^${at(running)}\\s+running\\s+web-3\\s+${runningLease.token}\\s+${stamp}\\s+-$`),
+      new RegExp(`^${at(running)}\\s+running\\s+web-3\\s+${runningLease.token}\\s+${stamp}\\s+-\\s+schedule$`),
     );
     expect(lines[4]).toMatch(
-      new RegExp(`^${at(failed)}\\s+failure\\s+web-2\\s+\\d+\\s+${stamp}\\s+\\d+ms\\s+Error: disk full$`),
+      new RegExp(
+        `^${at(failed)}\\s+failure\\s+web-2\\s+\\d+\\s+${stamp}\\s+\\d+ms\\s+schedule\\s+Error: disk full$`,
+      ),
     );
     expect(lines[5]).toMatch(
-      new RegExp(`^${at(takenOver)}\\s+success\\s+web-2\\s+\\d+\\s+${stamp}\\s+\\d+ms\\s+1$`),
+      new RegExp(`^${at(takenOver)}\\s+success\\s+web-2\\s+\\d+\\s+${stamp}\\s+\\d+ms\\s+1\\s+schedule$`),
     );
     // The columns line up under the header.
     const offset = lines[0]!.indexOf('OUTCOME');

@@ -150,7 +150,7 @@ describe.skipIf(!browser || !redisUrl)('resil dashboard in Chromium, over a real
   it('pause from the page, by keyboard: the running instance skips its next fires as paused; resume runs it again', async () => {
     try {
       await page.goto(`${dashboard.url}jobs/tick`);
-      const reason = page.getByLabel('Reason for a pause (optional)');
+      const reason = page.getByLabel('Reason (optional, recorded with a trigger or a pause)');
       await reason.fill('maintenance');
       await page.getByRole('button', { name: 'Pause tick', exact: true }).focus();
       const fromLine = run.lines().length;

@@ -703,7 +703,7 @@ describe.skipIf(!redisUrl)('resil dashboard on Redis: the API', () => {
       [
         '/api/jobs/report/trigger',
         '{"force": true}',
-        /^unknown field "force" in the body of trigger \(it takes none\)$/,
+        /^unknown field "force" in the body of trigger: it takes reason$/,
       ],
       ['/api/jobs/report/resume', '{"reason": "x"}', /^unknown field "reason" in the body of resume/],
     ];

@@ -4,6 +4,8 @@ import {
   decideClaim,
   decideFinish,
   decideRenew,
+  grantedLease,
+  isDone,
   type LedgerEntry,
   type LedgerView,
   resolvedTrim,
@@ -143,10 +145,111 @@ describe('decideClaim', () => {
     expect(decideClaim(view({ paused: true }), request({ manual: true })).answer.status).toBe('granted');
   });
 
-  it('refuses a manual run while the key is held, whatever the records say', () => {
-    expect(decideClaim(view({ lease: heldBy('owner-a') }), request({ manual: true })).answer).toEqual({
+  it('refuses a manual run under skip while the key is held, and records nothing', () => {
+    const decision = decideClaim(view({ lease: heldBy('owner-a') }), request({ manual: true }));
+    expect(decision.answer).toEqual({ status: 'skipped', reason: 'overlap' });
+    expect(decision.changes.put).toEqual([]);
+  });
+
+  it.each([
+    ['buffer-one', 'queued', undefined],
+    ['buffer-all', 'queued', undefined],
+    ['cancel-other', 'queued', true],
+  ] as const)('a manual run meets %s as a fire does: %s', (overlap, state, cancelled) => {
+    const earlier = running(now - minute);
+    const decision = decideClaim(
+      view({ entries: [earlier], lease: heldBy('owner-a'), current: now - minute }),
+      request({ overlap, manual: true, trigger: 'manual', actor: 'ops@host', triggerReason: 'rerun' }),
+    );
+    expect(decision.answer).toEqual({ status: 'wait', retryAt: now + 10_000, runningElsewhere: false });
+    expect(decision.changes.put.find((entry) => entry.scheduledAt === now)).toMatchObject({
+      outcome: state,
+      trigger: 'manual',
+      actor: 'ops@host',
+      triggerReason: 'rerun',
+    });
+    expect(decision.changes.put.find((entry) => entry.scheduledAt === now - minute)?.cancelled).toBe(
+      cancelled,
+    );
+  });
+
+  it('a forced manual run is granted beside a held key, under a lease of its own, with its trigger', () => {
+    const earlier = running(now - minute);
+    const decision = decideClaim(
+      view({ entries: [earlier], lease: heldBy('owner-a'), current: now - minute }),
+      request({ manual: true, force: true, trigger: 'manual', actor: 'ops@host' }),
+    );
+    expect(decision.answer).toEqual({ status: 'granted', scheduledAt: now, takeover: false });
+    expect(decision.changes.grant).toEqual({
+      scheduledAt: now,
+      owner: 'owner-b',
+      ttlMs: 30_000,
+      holdsKey: false,
+    });
+    expect(decision.changes.put).toEqual([
+      expect.objectContaining({ scheduledAt: now, outcome: 'running', trigger: 'manual', actor: 'ops@host' }),
+    ]);
+    // Its lease is its own: renewing it does not touch the key's, which another holds.
+    const lease = grantedLease(request({ manual: true, force: true }), now, 9);
+    expect(lease.ownLease).toBe(true);
+    const renewed = decideRenew(
+      view({ entries: [decision.changes.put[0]!], lease: heldBy('owner-a') }),
+      lease,
+      30_000,
+    );
+    expect(renewed.answer).toBe(true);
+    expect(renewed.changes.renewKey).toBeUndefined();
+  });
+
+  it('a manual run at the instant of a finished one runs afresh, with its own trigger', () => {
+    const done: LedgerEntry = { job: 'report', scheduledAt: now, outcome: 'success', token: 3, endedAt: now };
+    const decision = decideClaim(view({ entries: [done] }), request({ manual: true, trigger: 'manual' }));
+    expect(decision.answer.status).toBe('granted');
+    expect(decision.changes.put[0]).toMatchObject({ outcome: 'running', trigger: 'manual' });
+    expect(decideClaim(view({ entries: [done] }), request()).answer).toEqual({
       status: 'skipped',
-      reason: 'overlap',
+      reason: 'already-done',
+    });
+  });
+
+  it.each([
+    [{ outcome: 'skipped', reason: 'missed' }, 'granted'],
+    [{ outcome: 'skipped', reason: 'paused' }, 'granted'],
+    [{ outcome: 'skipped', reason: 'overlap' }, 'skipped'],
+    [{ outcome: 'success' }, 'skipped'],
+    [{ outcome: 'failure' }, 'skipped'],
+  ] as const)('a backfill of an occurrence recorded %o: %s', (recorded, status) => {
+    const past = now - 3 * 60 * minute;
+    const entry = { job: 'report', scheduledAt: past, endedAt: past, ...recorded } as LedgerEntry;
+    const backfill = request({ scheduledAt: past, trigger: 'backfill', startingDeadlineMs: 4 * 60 * minute });
+    const decision = decideClaim(view({ entries: [entry] }), backfill);
+    expect(decision.answer.status).toBe(status);
+    expect(isDone(entry)).toBe(status === 'skipped');
+    if (status === 'granted') {
+      expect(decision.changes.put[0]).toEqual(expect.not.objectContaining({ reason: expect.anything() }));
+      expect(decision.changes.put[0]).toMatchObject({ outcome: 'running', trigger: 'backfill' });
+    } else {
+      expect(decision.answer).toEqual({ status: 'skipped', reason: 'already-done' });
+    }
+  });
+
+  it('a fire records no trigger (schedule is the default); a takeover keeps the trigger of the run it takes over', () => {
+    expect(decideClaim(view(), request({ trigger: 'schedule' })).changes.put[0]).not.toHaveProperty(
+      'trigger',
+    );
+    const abandoned = running(now - minute, {
+      expiresAt: now - 1,
+      trigger: 'backfill',
+      actor: 'ops@host',
+      triggerReason: 'outage',
+    });
+    const decision = decideClaim(view({ entries: [abandoned] }), request({ scheduledAt: now - minute }));
+    expect(decision.answer).toEqual({ status: 'granted', scheduledAt: now - minute, takeover: true });
+    expect(decision.changes.put[0]).toMatchObject({
+      trigger: 'backfill',
+      actor: 'ops@host',
+      triggerReason: 'outage',
+      takeovers: 1,
     });
   });
 

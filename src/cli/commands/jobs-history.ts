@@ -31,11 +31,21 @@ function formatOutcome(entry: JobHistoryEntry, styles: Styles): string {
   }
 }
 
+/** `schedule`, `manual by ops@host-1: "rerun after fix"`, `backfill by ops@host-1`. */
+function formatTrigger(entry: JobHistoryEntry): string {
+  const by = entry.actor === null ? '' : ` by ${entry.actor}`;
+  const why = entry.outcome === 'skipped' || entry.reason === null ? '' : `: ${JSON.stringify(entry.reason)}`;
+  return `${entry.trigger}${by}${why}`;
+}
+
 function formatEntries(entries: readonly JobHistoryEntry[], timezone: string, styles: Styles): string {
   const none = styles.dim('-');
   const withTakeovers = entries.some((entry) => entry.takeovers > 0);
+  // Only when some run did not come from the schedule: how each started, by whom and why.
+  const withTriggers = entries.some((entry) => entry.trigger !== 'schedule');
   const header = [`OCCURRENCE (${timezone})`, 'OUTCOME', 'INSTANCE', 'TOKEN', 'STARTED', 'DURATION'];
   if (withTakeovers) header.push('TAKEOVERS');
+  if (withTriggers) header.push('TRIGGER');
   header.push('ERROR');
   const rows = entries.map((entry) => {
     const row = [
@@ -47,6 +57,7 @@ function formatEntries(entries: readonly JobHistoryEntry[], timezone: string, st
       entry.durationMs === null ? none : formatElapsed(entry.durationMs),
     ];
     if (withTakeovers) row.push(entry.takeovers > 0 ? String(entry.takeovers) : '');
+    if (withTriggers) row.push(formatTrigger(entry));
     row.push(entry.error === null ? '' : styles.red(shortError(entry.error)));
     return row;
   });

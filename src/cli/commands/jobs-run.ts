@@ -17,6 +17,7 @@ import { localTimezone } from '../time-format.ts';
 import { resolveLogLevel } from '../usage-error.ts';
 import { describePause, jobNamed } from '../views/jobs.ts';
 import { describeStoreError, readStore, watchStoreConnection } from '../views/store-read.ts';
+import { actorName } from './jobs-backfill.ts';
 
 /**
  * `resil jobs run` exit codes (CONTRACT.md); a paused job is skipped like a held lock. An
@@ -82,12 +83,14 @@ const abortSettleMs = 5_000;
  * (`npx resil jobs run`), npm's exit aborts the job as a SIGTERM would (see launcher.ts).
  *
  * A job paused fleet-wide (`resil jobs pause`) is not run, exit 3, unless `force`: the run
- * ledger grants manual claims whatever the pause, so this command decides.
+ * ledger grants manual claims whatever the pause, so this command decides. `force` also runs it
+ * beside any running occurrence; without it, the job's overlap policy applies. The run is
+ * recorded as `manual`, by `user@host`, with `reason`.
  */
 export async function runJob(
   helpers: CommandHelpers,
   name: string,
-  options: { force: boolean },
+  options: { force: boolean; reason?: string },
 ): Promise<void> {
   const level = resolveLogLevel(undefined);
   const config = await helpers.loadConfig();
@@ -185,9 +188,13 @@ export async function runJob(
   let outcome: { result: FireResult } | { code: number };
   try {
     outcome = await Promise.race([
-      runJobNow(config, name, base, { signal: interrupt.signal, onAttemptAborted }).then((result) => ({
-        result,
-      })),
+      runJobNow(config, name, base, {
+        signal: interrupt.signal,
+        onAttemptAborted,
+        force: options.force,
+        actor: actorName(),
+        ...(options.reason === undefined ? {} : { reason: options.reason }),
+      }).then((result) => ({ result })),
       givenUp.then((code) => ({ code })),
     ]);
   } finally {

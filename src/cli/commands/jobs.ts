@@ -13,6 +13,31 @@ function parseCount(value: string): number {
   return count;
 }
 
+/** The longest `--reason` taken (as the dashboard's). */
+const maxReasonLength = 500;
+
+/** Parses `--reason`: some text, at most 500 characters, else a usage error (exit code 2). */
+function parseReason(value: string): string {
+  const reason = value.trim();
+  if (reason === '' || reason.length > maxReasonLength) {
+    throw new InvalidArgumentError(`Expected some text of at most ${maxReasonLength} characters.`);
+  }
+  return reason;
+}
+
+/**
+ * Checks the form of an instant (`2026-12-01`, `2026-12-01T02:00`, `2026-12-01T02:00Z`,
+ * `...+01:00`); the command reads it in the job's timezone when it has no zone.
+ */
+function parseInstant(value: string): string {
+  if (!/^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2})?)?$/.test(value)) {
+    throw new InvalidArgumentError(
+      'Expected an ISO 8601 instant, e.g. 2026-12-01, 2026-12-01T02:00 or 2026-12-01T02:00Z.',
+    );
+  }
+  return value;
+}
+
 /**
  * `resil jobs list`, `resil jobs history <name>`, `resil jobs next <name>`, `resil jobs run <name>`,
  * `resil jobs pause <name>` and `resil jobs resume <name>`.
@@ -21,7 +46,7 @@ export function registerJobsCommands(program: Command, helpers: CommandHelpers):
   const jobs = program
     .command('jobs')
     .description(
-      "list the jobs of the config, show a job's run history or next runs, run one now, or pause and resume one fleet-wide",
+      "list the jobs of the config, show a job's run history or next runs, run one now or backfill its past occurrences, or pause and resume one fleet-wide",
     )
     .addHelpText(
       'after',
@@ -32,6 +57,7 @@ Examples:
   $ resil jobs history nightly-report
   $ resil jobs next nightly-report -n 10
   $ resil jobs run nightly-report
+  $ resil jobs backfill nightly-report --from 2026-12-01 --to 2026-12-04 --dry-run
   $ resil jobs pause nightly-report --reason "database migration"
   $ resil jobs resume nightly-report`,
     );
@@ -123,10 +149,19 @@ Examples:
     .command('run')
     .description('run one job now through its full pipeline (lock, timeout, retry), then exit')
     .argument('<name>', "the job's name")
-    .option('--force', 'run it even while it is paused (resil jobs pause)')
+    .option('--reason <text>', 'why, recorded with the run (jobs history shows it)', parseReason)
+    .option(
+      '--force',
+      'run it even while it is paused, and at once beside any running occurrence (its overlap policy is not asked)',
+    )
     .addHelpText(
       'after',
       `
+The run is recorded as a manual one (trigger "manual"), with who ran it (user@host) and --reason.
+It meets the job's overlap policy as a fire would: skip (the default) does not run it while
+another occurrence holds its lock (exit 3, not recorded); buffer-one and buffer-all wait for it,
+up to the job's starting deadline; cancel-other cancels it; allow-all runs beside it. --force runs
+at once beside it, under a lease and fencing token of its own.
 A paused job is not run (exit 3, naming who paused it) unless --force is given.
 Timeout, lost lease or Ctrl-C abort the job's signal; a job that has not settled 5 s later is
 given up on (an error naming it is logged; its lease expires after its ttl). Ctrl-C prints
@@ -137,17 +172,86 @@ Log level: LOG_LEVEL (trace, debug, info, warn, error, fatal or silent; default 
 Exit codes: 0 the job succeeded; 1 it failed, was given up on, or was not run because the store
 was unreachable or is not set up (every command exits 1 then), or an error outside the job or its
 process.exit() stopped the command; 3 skipped: its lock is held elsewhere, or it is paused (without --force);
-2 bad config, unknown job or bad LOG_LEVEL; 130 interrupted by SIGINT (143 SIGTERM).
+2 bad config, unknown job, bad --reason or bad LOG_LEVEL; 130 interrupted by SIGINT (143 SIGTERM).
 
 Examples:
   $ resil jobs run nightly-report
+  $ resil jobs run nightly-report --reason "rerun after the fix of #4521"
   $ resil jobs run nightly-report --force
   $ resil --config ops/resil.config.ts jobs run cache-rebuild`,
     )
-    .action(async (name: string, options: { force?: boolean }) => {
+    .action(async (name: string, options: { force?: boolean; reason?: string }) => {
       const { runJob } = await import('./jobs-run.ts');
-      await runJob(helpers, name, { force: options.force === true });
+      await runJob(helpers, name, {
+        force: options.force === true,
+        ...(options.reason === undefined ? {} : { reason: options.reason }),
+      });
     });
+
+  jobs
+    .command('backfill')
+    .description(
+      "run the job's past occurrences in [from, to), oldest first, each at most once across the fleet",
+    )
+    .argument('<name>', "the job's name")
+    .requiredOption(
+      '--from <instant>',
+      'the first instant of the range (ISO 8601, e.g. 2026-12-01T00:00Z)',
+      parseInstant,
+    )
+    .requiredOption(
+      '--to <instant>',
+      'the end of the range, excluded (ISO 8601), not in the future',
+      parseInstant,
+    )
+    .option(
+      '--dry-run',
+      'print each occurrence and what would happen to it (run or already-done); change nothing',
+    )
+    .option('--json', 'print one JSON array instead of a table')
+    .option('--reason <text>', 'why, recorded with each run (jobs history shows it)', parseReason)
+    .option(`--max <n>`, `the most occurrences the range may hold, 1 to ${maxCount}`, parseCount, 100)
+    .addHelpText(
+      'after',
+      `
+Each occurrence goes through the same claim as a fire of its schedule: it runs at most once across
+the fleet and across backfills running at the same time; one that ran, runs or is queued is left
+alone (already-done); one skipped as missed or paused runs. They run one after another, under the
+job's overlap policy (an occurrence of the schedule running meanwhile can make one skip), each
+recorded with trigger "backfill", who ran it (user@host) and --reason.
+An instant without a zone (2026-12-01T02:00) is read in the job's timezone.
+The ledger must still hold the range: a --from older than the ledger's retention, or older than
+the job's oldest record when the job has as many records as the ledger keeps, is refused (exit 2),
+since an occurrence whose record was dropped could run twice.
+--json prints [{ "scheduledAt", "action" }] with --dry-run (action run or already-done), else
+[{ "scheduledAt", "outcome", "reason", "token", "error" }] (outcome success, failure or skipped).
+
+Exit codes: 0 every occurrence ran or was already done (or, --dry-run, listed); 1 one failed or was
+skipped (overlap, paused, ...), or the store was unreachable; 2 bad config, unknown job, bad
+option, a range of more than --max occurrences, or a range the ledger no longer holds;
+130 interrupted by SIGINT (143 SIGTERM).
+
+Examples:
+  $ resil jobs backfill nightly-report --from 2026-12-01 --to 2026-12-04 --dry-run
+  $ resil jobs backfill nightly-report --from 2026-12-01 --to 2026-12-04 --reason "outage of 1-3 Dec"
+  $ resil jobs backfill sync --from 2026-12-04T10:00Z --to 2026-12-04T12:00Z --max 200 --json`,
+    )
+    .action(
+      async (
+        name: string,
+        options: { from: string; to: string; dryRun?: boolean; json?: boolean; reason?: string; max: number },
+      ) => {
+        const { backfill } = await import('./jobs-backfill.ts');
+        await backfill(helpers, name, {
+          from: options.from,
+          to: options.to,
+          dryRun: options.dryRun === true,
+          json: options.json === true,
+          max: options.max,
+          ...(options.reason === undefined ? {} : { reason: options.reason }),
+        });
+      },
+    );
 
   jobs
     .command('pause')

@@ -40,12 +40,13 @@ export class DashboardActions {
   }
 
   /**
-   * Runs the job now. Answers once the run started (202, with its occurrence and token) or once it
+   * Runs the job now, recorded as a manual run by the dashboard's name, with `reason` when given.
+   * Answers once the run started (202, with its occurrence and token) or once it
    * was decided not to run: 409 while the job is paused (resume it first: a dashboard does not
    * force) or while another occurrence holds its lock, 503 when the store is unreachable. The run
    * goes on after the answer; its end is in the run ledger and in the dashboard's log.
    */
-  async trigger(job: ResolvedJob): Promise<ActionResult> {
+  async trigger(job: ResolvedJob, reason?: string): Promise<ActionResult> {
     if (this.#stopping.signal.aborted) return { status: 503, body: { error: 'the dashboard is stopping' } };
     const { store } = this.#config;
     if (hasJobPauses(store)) {
@@ -80,8 +81,13 @@ export class DashboardActions {
         },
       });
     };
-    this.#logger.info({ action: 'trigger', job: job.name }, `dashboard: triggering ${job.name}`);
-    const run = runJobNow(this.#config, job.name, this.#logger, { signal: this.#stopping.signal, onEvent })
+    this.#logger.info({ action: 'trigger', job: job.name, reason }, `dashboard: triggering ${job.name}`);
+    const run = runJobNow(this.#config, job.name, this.#logger, {
+      signal: this.#stopping.signal,
+      onEvent,
+      actor: this.instance,
+      ...(reason === undefined ? {} : { reason }),
+    })
       .then((result) => answer(this.#resultOf(job, result)))
       .catch((error: unknown) =>
         answer({ status: 500, body: { error: describeError(error), job: job.name } }),

@@ -127,6 +127,7 @@ async function act(action: Action, job: string, body: Record<string, unknown> = 
     if (!response.ok) {
       say(`Could not ${action} ${job}: ${String(answer.error ?? `HTTP ${response.status}`)}`, true);
     } else if (action === 'trigger') {
+      reasonInput.value = '';
       say(
         answer.outcome === 'running'
           ? `Triggered ${job}: running as ${String(answer.instance)}${answer.token === null ? '' : `, token ${String(answer.token)}`}.`
@@ -174,7 +175,7 @@ function actionButtons(job: DashboardJob, store: StoreView, body?: () => Record<
     : job.paused
       ? actionButton('resume', name, 'Resume')
       : actionButton('pause', name, 'Pause', body);
-  return [actionButton('trigger', name, 'Trigger'), ' ', toggle];
+  return [actionButton('trigger', name, 'Trigger', body), ' ', toggle];
 }
 
 /** Redraws `box` with `nodes`, keeping focus and horizontal scroll where they were. */
@@ -386,6 +387,13 @@ const reasonInput = h('input', {
   'data-focus': 'reason',
 });
 
+/** `schedule`, `manual by ops@host-1: "rerun after fix"`. */
+function triggerText(entry: JobHistoryEntry): string {
+  const by = entry.actor === null ? '' : ` by ${entry.actor}`;
+  const why = entry.outcome === 'skipped' || entry.reason === null ? '' : `: "${entry.reason}"`;
+  return `${entry.trigger}${by}${why}`;
+}
+
 function historyTable(history: JobHistoryEntry[], timeZone: string): HTMLElement {
   const longest = Math.max(1, ...history.map((entry) => entry.durationMs ?? 0));
   const rows = history.map((entry) => {
@@ -395,7 +403,7 @@ function historyTable(history: JobHistoryEntry[], timeZone: string): HTMLElement
       'tr',
       { id: `run-${Date.parse(entry.scheduledAt)}` },
       h('th', { scope: 'row', class: 'nowrap' }, timeIn(entry.scheduledAt, timeZone)),
-      h('td', {}, badge(entry.outcome, entry.reason)),
+      h('td', {}, badge(entry.outcome, entry.outcome === 'skipped' ? entry.reason : null)),
       h('td', {}, entry.instance ?? '–'),
       h('td', {}, entry.token === null ? '–' : String(entry.token)),
       h('td', { class: 'nowrap' }, entry.startedAt === null ? '–' : relative(entry.startedAt)),
@@ -405,12 +413,13 @@ function historyTable(history: JobHistoryEntry[], timeZone: string): HTMLElement
         entry.durationMs === null ? '–' : h('span', { class: 'track' }, bar),
         entry.durationMs === null ? null : formatElapsed(entry.durationMs),
       ),
+      h('td', {}, triggerText(entry)),
       h('td', { class: 'error-text' }, entry.error ?? ''),
     );
   });
   return scrollingTable(
     'Run history',
-    [`Occurrence (${timeZone})`, 'Outcome', 'Instance', 'Token', 'Started', 'Duration', 'Error'],
+    [`Occurrence (${timeZone})`, 'Outcome', 'Instance', 'Token', 'Started', 'Duration', 'Trigger', 'Error'],
     rows,
   );
 }
@@ -479,8 +488,7 @@ function renderJob(data: JobDetail): void {
     ),
   ]);
   if (data.actions) {
-    const pausing = data.store.pauses && !job.paused;
-    const pauseBody = () => {
+    const reasonBody = () => {
       const reason = reasonInput.value.trim();
       return reason === '' ? {} : { reason };
     };
@@ -489,9 +497,9 @@ function renderJob(data: JobDetail): void {
         'section',
         { class: 'panel', 'aria-labelledby': 'actions-title' },
         h('h3', { id: 'actions-title' }, 'Actions'),
-        pausing ? h('label', { for: 'pause-reason' }, 'Reason for a pause (optional) ') : null,
-        pausing ? reasonInput : null,
-        h('div', { class: 'actions' }, ...actionButtons(job, data.store, pauseBody)),
+        h('label', { for: 'pause-reason' }, 'Reason (optional, recorded with a trigger or a pause) '),
+        reasonInput,
+        h('div', { class: 'actions' }, ...actionButtons(job, data.store, reasonBody)),
       ),
     ]);
   }

@@ -121,7 +121,7 @@ async function readJsonBody(request: IncomingMessage): Promise<Record<string, un
 
 /** Fields an action's body may have, and their checks. */
 function checkBody(action: ActionName, body: Record<string, unknown>): { reason?: string } {
-  const allowed = action === 'pause' ? ['reason'] : [];
+  const allowed = action === 'resume' ? [] : ['reason'];
   const unknown = Object.keys(body).filter((field) => !allowed.includes(field));
   if (unknown.length > 0) {
     throw new HttpError(
@@ -258,7 +258,7 @@ export async function startDashboardServer(options: DashboardServerOptions): Pro
       logger.debug({ action, job: job.name, remote }, `dashboard: ${action} asked`);
       const result: ActionResult =
         action === 'trigger'
-          ? await actions.trigger(job)
+          ? await actions.trigger(job, body.reason)
           : action === 'pause'
             ? await actions.pause(job, body.reason)
             : await actions.resume(job);

@@ -1,4 +1,4 @@
-import type { RunRecord } from '../../ledger/contract.ts';
+import type { RunRecord, RunTrigger } from '../../ledger/contract.ts';
 
 /** An instant of the store as ISO 8601, or null when it is not known. */
 export function isoOrNull(epochMs: number | undefined): string | null {
@@ -10,8 +10,15 @@ export interface JobHistoryEntry {
   /** The instant the schedule named (for `resil jobs run`, when the run was asked for). */
   scheduledAt: string;
   outcome: RunRecord['outcome'];
-  /** Why it was skipped (`overlap`, `missed`); null unless `skipped`. */
-  reason: NonNullable<RunRecord['reason']> | null;
+  /**
+   * For `skipped`: why (`overlap`, `missed`, `paused`). Otherwise, for a manual or backfill run,
+   * the reason its starter gave (`--reason`); null when none.
+   */
+  reason: string | null;
+  /** How it started; `schedule` for a record written before runs recorded it. */
+  trigger: RunTrigger;
+  /** Who started a manual or backfill run (`user@host`, or the dashboard's actor); null otherwise. */
+  actor: string | null;
   instance: string | null;
   /** The fencing token of its latest claim; null for an occurrence that never ran. */
   token: number | null;
@@ -33,7 +40,9 @@ export function historyEntryOf(record: RunRecord): JobHistoryEntry {
   return {
     scheduledAt: new Date(record.scheduledAt).toISOString(),
     outcome: record.outcome,
-    reason: record.reason ?? null,
+    reason: (record.outcome === 'skipped' ? record.reason : record.triggerReason) ?? null,
+    trigger: record.trigger ?? 'schedule',
+    actor: record.actor ?? null,
     instance: record.instance ?? null,
     token: record.token ?? null,
     startedAt: isoOrNull(startedAt),

@@ -24,7 +24,7 @@ export interface LedgerCall {
 }
 
 const entryColumns = `scheduled_at_ms, state, reason, token, owner, instance, started_at_ms, ended_at_ms,
-  expires_at_ms, cancelled, deadline_ms, takeovers, error`;
+  expires_at_ms, cancelled, deadline_ms, takeovers, error, run_trigger, actor, trigger_reason`;
 const prefixed = (alias: string) =>
   entryColumns
     .split(',')
@@ -54,6 +54,9 @@ export function ledgerStatements(t: MysqlTables) {
     // Text columns of JSON_TABLE take the database's default character set (latin1 on many a
     // server): utf8mb4, or an error's text would lose what latin1 cannot hold.
     ['error', 'LONGTEXT CHARACTER SET utf8mb4'],
+    ['run_trigger', 'VARCHAR(8)'],
+    ['actor', 'LONGTEXT CHARACTER SET utf8mb4'],
+    ['trigger_reason', 'LONGTEXT CHARACTER SET utf8mb4'],
   ]);
   const putColumns = `lock_key, job, ${entryColumns}`;
   return {
@@ -91,7 +94,8 @@ FROM t JOIN (
 ) x ON x.lock_key = t.lock_key AND x.job = t.job
 WHERE x.position <= x.total + 1 - t.record_limit OR x.scheduled_at_ms < ? - t.retention_ms
 UNION ALL
-SELECT t.n, 'paused', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+SELECT t.n, 'paused', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+  NULL, NULL, NULL
 FROM t JOIN ${t.pauses} p ON p.lock_key = t.lock_key AND p.job = t.job WHERE t.claim`,
     // The lease rows: a grant takes the lease (or, allow-all, a token only), a renewal pushes its
     // expiry, a release frees it.
@@ -153,6 +157,9 @@ interface EntryRow {
   deadline_ms: number | string | null;
   takeovers: number;
   error: string | null;
+  run_trigger: LedgerEntry['trigger'] | null;
+  actor: string | null;
+  trigger_reason: string | null;
 }
 
 /** A VARBINARY or BLOB value as the string it was written from (always UTF-8). */
@@ -244,6 +251,9 @@ export async function applyLedgerBatch(
         expiresAt: row.expires_at_ms,
         cancelled: Number(row.cancelled) === 1,
         queuedUntil: row.deadline_ms,
+        trigger: row.run_trigger,
+        actor: row.actor,
+        triggerReason: row.trigger_reason,
       });
       view.entries.set(entry.scheduledAt, entry);
       if (row.kind === 'oldest') {
@@ -344,6 +354,9 @@ async function writeEntries(
         entry.outcome === 'queued' ? (entry.queuedUntil ?? null) : null,
         entry.takeovers ?? 0,
         wellFormed(entry.error),
+        entry.trigger ?? null,
+        wellFormed(entry.actor),
+        wellFormed(entry.triggerReason),
       ]);
     }
     for (const entry of change.drop) dropped.push([key, job, entry.scheduledAt]);

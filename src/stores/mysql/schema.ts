@@ -13,6 +13,8 @@ export interface MysqlTables {
   readonly instances: string;
   /** The instances table's name, unquoted (to look its columns up). */
   readonly instancesName: string;
+  /** The occurrences table's name, unquoted (to look its columns up). */
+  readonly occurrencesName: string;
   readonly fences: string;
   /** Put before every key, job's key, resource and instance name the tables keep. */
   readonly prefix: string;
@@ -61,6 +63,7 @@ export function resolveTables(options: MysqlTableOptions = {}): MysqlTables {
     pauses: quoteIdentifier(`${table}_pauses`),
     instances: quoteIdentifier(`${table}_instances`),
     instancesName: `${table}_instances`,
+    occurrencesName: `${table}_occurrences`,
     fences: quoteIdentifier(`${table}_fences`),
     prefix: checkPrefix(options.prefix ?? mysqlLockStoreDefaults.prefix),
   };
@@ -117,6 +120,9 @@ export function createStatements(tables: MysqlTables): string[] {
   deadline_ms BIGINT,
   takeovers INT NOT NULL DEFAULT 0,
   error MEDIUMTEXT,
+  run_trigger VARCHAR(8),
+  actor MEDIUMTEXT,
+  trigger_reason MEDIUMTEXT,
   PRIMARY KEY (lock_key, job, scheduled_at_ms)
 ) ${options}`,
     `CREATE TABLE IF NOT EXISTS ${tables.pauses} (
@@ -150,18 +156,30 @@ export function createStatements(tables: MysqlTables): string[] {
 }
 
 /**
- * Brings an instances table made by an earlier release up to what {@link createStatements} makes:
- * the `definitions` column (config drift). `missing` counts the column (0: run `add`); looked up
- * first, so that a store without `ALTER` on an up-to-date table sets up as before. Two stores
- * adding it at once: the later one's duplicate-column error (1060) means it is there.
+ * Brings tables made by an earlier release up to what {@link createStatements} makes: the
+ * instances' `definitions` column (config drift), the occurrences' `run_trigger`, `actor` and
+ * `trigger_reason` (how a run started). For each, `missing` counts the column (0: run `add`);
+ * looked up first, so that a store without `ALTER` on up-to-date tables sets up as before. Two
+ * stores adding one at once: the later one's duplicate-column error (1060) means it is there.
  */
-export function upgradeStatements(tables: MysqlTables): { missing: string; params: string[]; add: string } {
-  return {
-    missing: `SELECT COUNT(*) AS n FROM information_schema.columns
-WHERE table_schema = DATABASE() AND table_name = ? AND column_name = 'definitions'`,
-    params: [tables.instancesName],
-    add: `ALTER TABLE ${tables.instances} ADD COLUMN definitions LONGTEXT`,
-  };
+export function upgradeStatements(
+  tables: MysqlTables,
+): Array<{ missing: string; params: string[]; add: string }> {
+  const missing = `SELECT COUNT(*) AS n FROM information_schema.columns
+WHERE table_schema = DATABASE() AND table_name = ? AND column_name = ?`;
+  return [
+    {
+      missing,
+      params: [tables.instancesName, 'definitions'],
+      add: `ALTER TABLE ${tables.instances} ADD COLUMN definitions LONGTEXT`,
+    },
+    {
+      missing,
+      params: [tables.occurrencesName, 'run_trigger'],
+      add: `ALTER TABLE ${tables.occurrences} ADD COLUMN run_trigger VARCHAR(8), ADD COLUMN actor MEDIUMTEXT,
+  ADD COLUMN trigger_reason MEDIUMTEXT`,
+    },
+  ];
 }
 
 /** MySQL's and MariaDB's `ER_DUP_FIELDNAME`: the column is there already. */

@@ -72,7 +72,8 @@ WHERE lock_key = ? AND owner = ? AND expires_at_ms > ${nowMs}`,
     inspect: `SELECT owner, token, expires_at_ms FROM ${t.leases}
 WHERE lock_key = ? AND owner IS NOT NULL AND expires_at_ms > ${nowMs}`,
     now: `SELECT ${nowMs} AS now_ms`,
-    runHistory: `SELECT scheduled_at_ms, state, reason, token, instance, started_at_ms, ended_at_ms, error, takeovers
+    runHistory: `SELECT scheduled_at_ms, state, reason, token, instance, started_at_ms, ended_at_ms, error, takeovers,
+  run_trigger, actor, trigger_reason
 FROM ${t.occurrences} WHERE lock_key = ? AND job = ? ORDER BY scheduled_at_ms DESC LIMIT ?`,
     lastCompleted: `SELECT MAX(scheduled_at_ms) AS last FROM ${t.occurrences}
 WHERE lock_key = ? AND job = ? AND state = 'success'`,
@@ -308,6 +309,9 @@ export class MysqlLockStore implements LockStore, RunLedger, InstanceRegistry {
       ended_at_ms: Numeric | null;
       error: string | null;
       takeovers: number;
+      run_trigger: RunRecord['trigger'] | null;
+      actor: string | null;
+      trigger_reason: string | null;
     }>('runHistory', this.#sql.runHistory, [key, job, String(limit)]);
     return rows.map((row) =>
       runRecordOf({
@@ -321,6 +325,9 @@ export class MysqlLockStore implements LockStore, RunLedger, InstanceRegistry {
         endedAt: row.ended_at_ms,
         error: row.error,
         takeovers: row.takeovers,
+        trigger: row.run_trigger,
+        actor: row.actor,
+        triggerReason: row.trigger_reason,
       }),
     );
   }
@@ -434,9 +441,9 @@ export class MysqlLockStore implements LockStore, RunLedger, InstanceRegistry {
     // each table one after the other, and the later ones find it there.
     this.#setup ??= (async () => {
       for (const statement of createStatements(this.#tables)) await this.#pool.query(statement);
-      const upgrade = upgradeStatements(this.#tables);
-      const [rows] = await this.#pool.query(upgrade.missing, upgrade.params);
-      if (Number((rows as Array<{ n: unknown }>)[0]?.n) === 0) {
+      for (const upgrade of upgradeStatements(this.#tables)) {
+        const [rows] = await this.#pool.query(upgrade.missing, upgrade.params);
+        if (Number((rows as Array<{ n: unknown }>)[0]?.n) !== 0) continue;
         await this.#pool.query(upgrade.add).catch((error: unknown) => {
           if (!isDuplicateColumnError(error)) throw error;
         });

@@ -25,7 +25,8 @@ const at = (parameter: string) => `to_timestamp(${parameter} / 1000)`;
 export function ledgerStatements(t: PostgresTables) {
   const columns = `o.job, ${toMs('o.scheduled_at')} AS scheduled_at, o.state, o.reason, o.token, o.owner,
   o.instance, ${toWholeMs('o.started_at')} AS started_at, ${toWholeMs('o.ended_at')} AS ended_at,
-  ${ms('o.expires_at')} AS expires_at, o.cancelled, ${ms('o.deadline')} AS deadline, o.takeovers, o.error`;
+  ${ms('o.expires_at')} AS expires_at, o.cancelled, ${ms('o.deadline')} AS deadline, o.takeovers, o.error,
+  o.run_trigger, o.actor, o.trigger_reason`;
   return {
     // A new key's first token is the clock in microseconds, as an acquire's: the first grant
     // takes the counter + 1.
@@ -56,11 +57,12 @@ FROM t CROSS JOIN LATERAL (
 WHERE t.record_limit IS NOT NULL AND (x.rank <= x.total + 1 - t.record_limit
   OR x.scheduled_at < clock_timestamp() - least(t.retention_ms, 1e14) * interval '1 millisecond')
 UNION ALL
-SELECT t.n, 'paused', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+SELECT t.n, 'paused', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+  NULL, NULL, NULL
 FROM t JOIN ${t.pauses} p ON p.key = t.key AND p.job = t.job WHERE t.claim
 UNION ALL
 SELECT 0, 'clock', NULL, NULL, ${ms('clock_timestamp()')}, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-  NULL, NULL, NULL`,
+  NULL, NULL, NULL, NULL, NULL, NULL`,
     // The lease rows: a grant takes the lease (or, allow-all, a token only), a renewal pushes its
     // expiry, a release frees it and wakes the key's waiters.
     leases: `WITH u AS (
@@ -81,18 +83,20 @@ SELECT key, token, CASE WHEN op = 'release' AND ${someoneWaitsOn(t, 'key')}
   THEN pg_notify(${literal(t.releaseChannel)}, key)::text END AS notified
 FROM updated`,
     put: `INSERT INTO ${t.occurrences} AS o (key, job, scheduled_at, state, reason, token, owner, instance, started_at,
-  ended_at, expires_at, cancelled, deadline, takeovers, error)
+  ended_at, expires_at, cancelled, deadline, takeovers, error, run_trigger, actor, trigger_reason)
 SELECT key, job, ${at('at_ms')}, state, reason, token, owner, instance, ${at('started_ms')}, ${at('ended_ms')},
-  ${at('expires_ms')}, cancelled, ${at('deadline_ms')}, takeovers, error
+  ${at('expires_ms')}, cancelled, ${at('deadline_ms')}, takeovers, error, run_trigger, actor, trigger_reason
 FROM unnest($1::text[], $2::text[], $3::float8[], $4::text[], $5::text[], $6::bigint[], $7::text[], $8::text[],
-  $9::float8[], $10::float8[], $11::float8[], $12::boolean[], $13::float8[], $14::int[], $15::text[])
+  $9::float8[], $10::float8[], $11::float8[], $12::boolean[], $13::float8[], $14::int[], $15::text[], $16::text[],
+  $17::text[], $18::text[])
   AS p(key, job, at_ms, state, reason, token, owner, instance, started_ms, ended_ms, expires_ms, cancelled,
-    deadline_ms, takeovers, error)
+    deadline_ms, takeovers, error, run_trigger, actor, trigger_reason)
 ON CONFLICT (key, job, scheduled_at) DO UPDATE SET state = EXCLUDED.state, reason = EXCLUDED.reason,
   token = EXCLUDED.token, owner = EXCLUDED.owner, instance = EXCLUDED.instance,
   started_at = EXCLUDED.started_at, ended_at = EXCLUDED.ended_at, expires_at = EXCLUDED.expires_at,
   cancelled = EXCLUDED.cancelled, deadline = EXCLUDED.deadline, takeovers = EXCLUDED.takeovers,
-  error = EXCLUDED.error`,
+  error = EXCLUDED.error, run_trigger = EXCLUDED.run_trigger, actor = EXCLUDED.actor,
+  trigger_reason = EXCLUDED.trigger_reason`,
     drop: `DELETE FROM ${t.occurrences} o USING unnest($1::text[], $2::text[], $3::float8[]) AS d(key, job, at_ms)
 WHERE o.key = d.key AND o.job = d.job AND o.scheduled_at = ${at('d.at_ms')}`,
   };
@@ -126,6 +130,9 @@ interface EntryRow {
   deadline: number | null;
   takeovers: number;
   error: string | null;
+  run_trigger: LedgerEntry['trigger'] | null;
+  actor: string | null;
+  trigger_reason: string | null;
 }
 
 /** A row as the ledger's entry: the same conversion as every store's stored record. */
@@ -145,6 +152,9 @@ function entryOf(row: EntryRow): LedgerEntry {
     expiresAt: row.expires_at,
     cancelled: row.cancelled,
     queuedUntil: row.deadline,
+    trigger: row.run_trigger,
+    actor: row.actor,
+    triggerReason: row.trigger_reason,
   });
 }
 
@@ -281,7 +291,7 @@ async function writeEntries(
   changes: ReadonlyArray<WriteChanges | undefined>,
   tokens: ReadonlyMap<string, number>,
 ): Promise<void> {
-  const put: unknown[][] = Array.from({ length: 15 }, () => []);
+  const put: unknown[][] = Array.from({ length: 18 }, () => []);
   const drop: unknown[][] = [[], [], []];
   for (const [index, change] of changes.entries()) {
     if (change === undefined) continue;
@@ -305,6 +315,9 @@ async function writeEntries(
         entry.takeovers ?? 0,
         // PostgreSQL text cannot hold NUL: a job's error message may.
         entry.error === undefined ? null : entry.error.replaceAll('\0', '\uFFFD'),
+        entry.trigger ?? null,
+        entry.actor === undefined ? null : entry.actor.replaceAll('\0', '\uFFFD'),
+        entry.triggerReason === undefined ? null : entry.triggerReason.replaceAll('\0', '\uFFFD'),
       ];
       for (const [column, value] of values.entries()) put[column]!.push(value);
     }

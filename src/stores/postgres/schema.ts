@@ -133,6 +133,9 @@ function createStatements(tables: PostgresTables): string[] {
   deadline timestamptz,
   takeovers integer NOT NULL DEFAULT 0,
   error text,
+  run_trigger text,
+  actor text,
+  trigger_reason text,
   PRIMARY KEY (key, job, scheduled_at)
 )`,
     `CREATE INDEX IF NOT EXISTS ${tables.queueIndex} ON ${tables.occurrences} (key, job, scheduled_at)
@@ -169,6 +172,13 @@ function createStatements(tables: PostgresTables): string[] {
   IF NOT EXISTS (SELECT 1 FROM pg_attribute
     WHERE attrelid = to_regclass('${tables.instances.replaceAll("'", "''")}') AND attname = 'definitions' AND NOT attisdropped)
   THEN ALTER TABLE ${tables.instances} ADD COLUMN definitions text;
+  END IF;
+END $$`,
+    // Tables made before runs recorded how they started lack these columns (looked up first, as above).
+    `DO $$ BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pg_attribute
+    WHERE attrelid = to_regclass('${tables.occurrences.replaceAll("'", "''")}') AND attname = 'run_trigger' AND NOT attisdropped)
+  THEN ALTER TABLE ${tables.occurrences} ADD COLUMN run_trigger text, ADD COLUMN actor text, ADD COLUMN trigger_reason text;
   END IF;
 END $$`,
   ];

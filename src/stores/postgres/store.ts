@@ -89,7 +89,8 @@ WHERE ${someoneWaitsOn(t, 'key')}`,
 FROM ${t.leases} WHERE key = $1::text AND owner IS NOT NULL AND expires_at > now()`,
     now: 'SELECT (extract(epoch FROM now()) * 1000)::float8 AS now',
     runHistory: `SELECT job, ${toMs('scheduled_at')} AS scheduled_at, state, reason, token, instance,
-  ${toWholeMs('started_at')} AS started_at, ${toWholeMs('ended_at')} AS ended_at, error, takeovers
+  ${toWholeMs('started_at')} AS started_at, ${toWholeMs('ended_at')} AS ended_at, error, takeovers,
+  run_trigger, actor, trigger_reason
 FROM ${t.occurrences} WHERE key = $1::text AND job = $2::text
 ORDER BY scheduled_at DESC LIMIT $3::int`,
     lastCompleted: `SELECT ${toMs('max(scheduled_at)')} AS last
@@ -334,6 +335,9 @@ export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry
       ended_at: number | null;
       error: string | null;
       takeovers: number;
+      run_trigger: RunRecord['trigger'] | null;
+      actor: string | null;
+      trigger_reason: string | null;
     }>('runHistory', this.#sql.runHistory, [key, job, limit]);
     return result.rows.map((row) =>
       runRecordOf({
@@ -347,6 +351,9 @@ export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry
         endedAt: row.ended_at,
         error: row.error,
         takeovers: row.takeovers,
+        trigger: row.run_trigger,
+        actor: row.actor,
+        triggerReason: row.trigger_reason,
       }),
     );
   }
