@@ -249,7 +249,9 @@ describe.skipIf(!redisUrl)('with a Redis store', () => {
       new RegExp(`^${at(skipped)}\\s+skipped \\(overlap\\)\\s+web-1\\s+-\\s+-\\s+-\\s+schedule$`),
     );
     expect(lines[3]).toMatch(
-      new RegExp(`^${at(running)}\\s+running\\s+web-3\\s+${runningLease.token}\\s+${stamp}\\s+-\\s+schedule$`),
+      new RegExp(
+        `^${at(running)}\\s+running\\s+web-3\\s+${runningLease.token}\\s+${stamp}\\s+-\\s+schedule$`,
+      ),
     );
     expect(lines[4]).toMatch(
       new RegExp(
