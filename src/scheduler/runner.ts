@@ -1,5 +1,6 @@
 import { hasInstanceRegistry, hasRunLedger } from '../ledger/contract.ts';
 import { systemTimeProvider, type TimeProvider, type TimerHandle, withDeadline } from '../pipeline/time.ts';
+import { type LockStore, storeNameOf } from '../strategies/lock/store.ts';
 import { ClaimSlots, claimSlotsPerRunner } from './claim-slots.ts';
 import { ConfigDriftWatch, type DriftVariant, FleetDefinitions } from './config-drift.ts';
 import { describeError } from './credentials.ts';
@@ -210,7 +211,7 @@ export class JobRunner {
     const { store } = this.#config;
     if (this.#environment.ledger === undefined) {
       this.#logger.warn(
-        { store: store.constructor?.name },
+        { store: storeNameOf(store) },
         'the store keeps no run ledger: only the lock deduplicates occurrences, and catchUp is ignored',
       );
     }
@@ -404,7 +405,7 @@ export class JobRunner {
     }
   }
 
-  #logStarted(store: object): void {
+  #logStarted(store: LockStore): void {
     const summary = (scheduled: ScheduledJob) => ({
       name: scheduled.job.name,
       schedule: scheduled.job.schedule,
@@ -417,7 +418,7 @@ export class JobRunner {
       jobCount: this.#jobs.length,
       earliest:
         first === undefined ? null : { job: first.job.name, nextRun: new Date(first.dueAt).toISOString() },
-      store: store.constructor?.name,
+      store: storeNameOf(store),
     };
     // A line per start, not a megabyte: past a few jobs the list goes to debug.
     if (this.#jobs.length <= listedJobsLimit) {

@@ -2,6 +2,7 @@ import type { OverlapPolicy } from '../../ledger/contract.ts';
 import { hasInstanceRegistry, hasJobPauses, hasRunLedger } from '../../ledger/contract.ts';
 import { ledgerKeyOf, type ResolvedConfig, type ResolvedJob } from '../../scheduler/job.ts';
 import { JobSchedule } from '../../scheduler/occurrence.ts';
+import { storeNameOf } from '../../strategies/lock/store.ts';
 import { historyEntryOf, type JobHistoryEntry } from '../views/history.ts';
 import { type InstanceEntry, instanceEntryOf } from '../views/instances.ts';
 import { type JobListEntry, nextRuns, readJobListing } from '../views/jobs.ts';
@@ -79,16 +80,12 @@ export const historyLimits = { default: 50, max: 1_000 } as const;
 /** How many next instants a job's page shows. */
 const nextRunCount = 10;
 
-function storeName(store: object): string {
-  return (store as { constructor?: { name?: string } }).constructor?.name ?? 'store';
-}
-
 /** What the store can do, before any read. */
 function storeCapabilities(config: ResolvedConfig): StoreView {
   const { store } = config;
   const shared = inMemoryStoreNote(store) === undefined;
   const view: StoreView = {
-    name: storeName(store),
+    name: storeNameOf(store),
     shared,
     runLedger: hasRunLedger(store),
     pauses: shared && hasJobPauses(store),

@@ -1,4 +1,5 @@
 import { hostname } from 'node:os';
+import { storeNameOf } from '../../strategies/lock/store.ts';
 import type { CommandHelpers } from '../command-helpers.ts';
 import { containJobFaults, faultExitCode } from '../job-faults.ts';
 import { isLoopbackHost } from '../listen-address.ts';
@@ -70,7 +71,7 @@ export async function serveDashboard(helpers: CommandHelpers, options: Dashboard
   }
   const note = inMemoryStoreNote(config.store);
   if (note !== undefined) stderr.write(errorStyles.dim(note));
-  const store = config.store.constructor?.name;
+  const store = storeNameOf(config.store);
   logger.info(
     {
       href: server.url,

@@ -135,6 +135,7 @@ type Numeric = number | string;
  * const pipeline = new ResiliencePipelineBuilder().addLock({ key: () => 'nightly-report', store }).build();
  */
 export class MysqlLockStore implements LockStore, RunLedger, InstanceRegistry {
+  readonly storeName = 'MysqlLockStore';
   readonly #pool: Pool;
   readonly #tables: MysqlTables;
   readonly #prefix: string;

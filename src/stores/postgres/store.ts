@@ -163,6 +163,7 @@ function isPool(pool: Pool): boolean {
  * const pipeline = new ResiliencePipelineBuilder().addLock({ key: () => 'nightly-report', store }).build();
  */
 export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry {
+  readonly storeName = 'PostgresLockStore';
   readonly #pool: Pool;
 
   /** The pool the store was given. The store never ends it; its owner does. */

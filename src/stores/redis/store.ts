@@ -88,6 +88,7 @@ type PipelineReplies = Array<[Error | null, unknown]> | null;
  * const pipeline = new ResiliencePipelineBuilder().addLock({ key: () => 'nightly-report', store }).build();
  */
 export class RedisLockStore implements LockStore, RunLedger, InstanceRegistry {
+  readonly storeName = 'RedisLockStore';
   /** The client the store sends through (the one you passed). */
   readonly client: Redis | Cluster;
   /** The key prefix in use. */

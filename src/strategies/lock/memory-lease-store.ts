@@ -27,6 +27,7 @@ export interface KeyState {
 export class MemoryLeaseStore implements LockStore {
   /** Its leases live in this process only. */
   readonly processLocal = true;
+  readonly storeName: string = 'MemoryLockStore';
   /** @internal */
   protected readonly time: TimeProvider;
   /** @internal */

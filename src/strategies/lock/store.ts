@@ -47,11 +47,21 @@ export interface LockStore {
    */
   readonly processLocal?: boolean;
   /**
+   * The store's name in logs and on the dashboard (`RedisLockStore`): a class name would not
+   * survive a minifier. Absent: `custom store`.
+   */
+  readonly storeName?: string;
+  /**
    * Throws `InvalidKeyError` when the store cannot keep `key` (too long, or a character it cannot
    * store), as every method given that key would. `resil run` calls it for each job's lock key
    * when it loads the config, so such a job is refused there instead of failing every fire.
    */
   checkKey?(key: string): void;
+}
+
+/** The store's {@link LockStore.storeName}, or `custom store`. */
+export function storeNameOf(store: LockStore): string {
+  return typeof store.storeName === 'string' ? store.storeName : 'custom store';
 }
 
 /**
