@@ -104,6 +104,13 @@ export interface ClaimRequest {
   readonly ttlMs: number;
   readonly overlap: OverlapPolicy;
   /**
+   * At most this many occurrences of the job run at once, fleet-wide: a whole number >= 1. Defaults
+   * to 1. Above 1, each runs under a lease of its own, as with `allow-all` (the key's lease is not
+   * taken: the job does not exclude other jobs or plain locks on its key), and `overlap` decides
+   * what a fire does while that many run (`cancel-other` cancels the oldest). Not for `allow-all`.
+   */
+  readonly concurrency?: number;
+  /**
    * The occurrence may start until `scheduledAt + startingDeadlineMs`, by the store's clock, and an
    * abandoned one (its lease expired while it was `running`) may be taken over until its lease has
    * been expired for this long. Later, it is skipped as `missed` (or, abandoned, failed).
@@ -170,6 +177,8 @@ export interface OccurrenceLease {
   readonly token: number;
   /** For `allow-all`, the lease is the occurrence's own, not the key's. */
   readonly overlap: OverlapPolicy;
+  /** The claim's `concurrency`, when above 1: the lease is then the occurrence's own, not the key's. */
+  readonly concurrency?: number;
 }
 
 /** What a holder reports when its run ends. */

@@ -22,10 +22,12 @@ import {
   type LedgerChanges,
   type LedgerEntry,
   type LedgerView,
+  leaseOf,
   publicRecord,
   resolvedTrim,
   trimmed,
 } from './decide.ts';
+import { checkConcurrency } from './defaults.ts';
 
 export type MemoryLockStoreOptions = MemoryLeaseStoreOptions;
 
@@ -55,12 +57,16 @@ export class MemoryLockStore extends MemoryLeaseStore implements RunLedger, Inst
   readonly #instances = new Map<string, { info: RegisteredInstance; expiresAt: number }>();
 
   async claimOccurrence(request: ClaimRequest): Promise<ClaimResult> {
-    const { job, key, owner, overlap } = request;
+    const { job, key } = request;
+    checkConcurrency(request);
     const { answer } = this.#decide(key, job, (view) => decideClaim(view, request));
     if (answer.status !== 'granted') return answer;
     const token = this.#ledger(key, job).get(answer.scheduledAt)!.token!;
-    const lease = { job, key, scheduledAt: answer.scheduledAt, owner, token, overlap };
-    return { status: 'granted', takeover: answer.takeover, lease };
+    return {
+      status: 'granted',
+      takeover: answer.takeover,
+      lease: leaseOf(request, answer.scheduledAt, token),
+    };
   }
 
   async renewOccurrence(lease: OccurrenceLease, ttlMs: number): Promise<boolean> {

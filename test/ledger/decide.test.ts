@@ -218,6 +218,109 @@ describe('decideClaim', () => {
   });
 });
 
+describe('decideClaim with concurrency', () => {
+  const bounded = (overrides: Partial<ClaimRequest> = {}) => request({ concurrency: 2, ...overrides });
+  /** Two occurrences running under their own live leases: the limit of 2 reached. */
+  const two = [
+    running(now - 20_000, { owner: 'owner-1' }),
+    running(now - 10_000, { owner: 'owner-2', expiresAt: now + 5_000 }),
+  ];
+
+  it('grants below the limit under its own lease, beside a running one and a held key', () => {
+    const { answer, changes } = decideClaim(
+      view({ entries: [two[0]!], lease: heldBy('plain-lock') }),
+      bounded(),
+    );
+    expect(answer).toEqual({ status: 'granted', scheduledAt: now, takeover: false });
+    expect(changes.grant).toEqual({ scheduledAt: now, owner: 'owner-b', ttlMs: 30_000, holdsKey: false });
+  });
+
+  it('skip: at the limit, a fire is recorded as skipped (overlap)', () => {
+    const { answer, changes } = decideClaim(view({ entries: two }), bounded());
+    expect(answer).toEqual({ status: 'skipped', reason: 'overlap' });
+    expect(changes.put).toMatchObject([{ scheduledAt: now, outcome: 'skipped', reason: 'overlap' }]);
+  });
+
+  it('buffer-one / buffer-all: at the limit, a fire is queued until the first lease expires', () => {
+    for (const overlap of ['buffer-one', 'buffer-all'] as const) {
+      const { answer, changes } = decideClaim(view({ entries: two }), bounded({ overlap }));
+      expect(answer).toEqual({ status: 'wait', retryAt: now + 5_000, runningElsewhere: false });
+      expect(changes.put).toEqual([{ ...queued(now), instance: 'b' }]);
+    }
+    // buffer-one keeps one waiting: a second fire is skipped; buffer-all queues it too.
+    const waiting = [...two, queued(now - 1_000)];
+    expect(decideClaim(view({ entries: waiting }), bounded({ overlap: 'buffer-one' })).answer).toEqual({
+      status: 'skipped',
+      reason: 'overlap',
+    });
+    expect(decideClaim(view({ entries: waiting }), bounded({ overlap: 'buffer-all' })).answer).toMatchObject({
+      status: 'wait',
+    });
+  });
+
+  it('cancel-other: at the limit, the oldest running one is cancelled and the fire queued, once', () => {
+    const { answer, changes } = decideClaim(view({ entries: two }), bounded({ overlap: 'cancel-other' }));
+    expect(answer).toEqual({ status: 'wait', retryAt: now + 5_000, runningElsewhere: false });
+    expect(changes.put).toEqual([
+      { ...queued(now), instance: 'b' },
+      { ...two[0], cancelled: true },
+    ]);
+    // Asked again (another instance's fire of it), the queued one cancels nothing more.
+    const after = [{ ...two[0]!, cancelled: true }, two[1]!, { ...queued(now), instance: 'b' }];
+    const again = decideClaim(view({ entries: after }), bounded({ overlap: 'cancel-other' }));
+    expect(again.answer).toMatchObject({ status: 'wait' });
+    expect(again.changes.put).toEqual([]);
+  });
+
+  it('frees a slot when a running one finishes: a queued one is granted, oldest first', () => {
+    const entries = [two[1]!, queued(now - 2_000), queued(now - 1_000)];
+    const { answer } = decideClaim(view({ entries }), bounded({ scheduledAt: now - 1_000 }));
+    expect(answer).toEqual({ status: 'granted', scheduledAt: now - 2_000, takeover: false });
+  });
+
+  it('takes over an abandoned one first, under the limit, and counts only live leases', () => {
+    const abandoned = running(now - 30_000, { owner: 'gone', expiresAt: now - 1_000 });
+    const { answer, changes } = decideClaim(view({ entries: [abandoned, two[1]!] }), bounded());
+    expect(answer).toEqual({ status: 'granted', scheduledAt: now - 30_000, takeover: true });
+    expect(changes.grant).toMatchObject({ scheduledAt: now - 30_000, holdsKey: false });
+    // The requested one waits for the next slot (the limit is now reached): skip says skipped.
+    expect(changes.put).toContainEqual(expect.objectContaining({ scheduledAt: now, outcome: 'skipped' }));
+    // With a slot still left (limit 3), it is queued for that slot, whatever the policy.
+    const roomy = decideClaim(view({ entries: [abandoned, two[1]!] }), bounded({ concurrency: 3 }));
+    expect(roomy.changes.put).toContainEqual({ ...queued(now), instance: 'b' });
+  });
+
+  it('gives up an abandoned one past its window, and a cancelled one, freeing their slots', () => {
+    const old = running(now - 5 * minute, { expiresAt: now - 2 * minute });
+    const cancelled = running(now - 4 * minute, { expiresAt: now - 2 * minute, cancelled: true });
+    const { answer, changes } = decideClaim(view({ entries: [old, cancelled, two[1]!] }), bounded());
+    expect(answer).toEqual({ status: 'granted', scheduledAt: now, takeover: false });
+    expect(changes.put).toContainEqual(
+      expect.objectContaining({
+        scheduledAt: now - 5 * minute,
+        outcome: 'failure',
+        error: ledgerMessages.abandoned,
+      }),
+    );
+    expect(changes.put).toContainEqual(
+      expect.objectContaining({
+        scheduledAt: now - 4 * minute,
+        outcome: 'failure',
+        error: ledgerMessages.cancelled,
+      }),
+    );
+  });
+
+  it('grants a manual run while fewer than the limit run, and refuses it at the limit', () => {
+    const manual = bounded({ manual: true });
+    expect(decideClaim(view({ entries: [two[0]!] }), manual).answer).toMatchObject({ status: 'granted' });
+    expect(decideClaim(view({ entries: two }), manual).answer).toEqual({
+      status: 'skipped',
+      reason: 'overlap',
+    });
+  });
+});
+
 describe('decideRenew', () => {
   const lease: OccurrenceLease = {
     job: 'report',
@@ -249,6 +352,32 @@ describe('decideRenew', () => {
     expect(answer).toBe(false);
     expect(changes.releaseKey).toEqual({ owner: 'owner-a', scheduledAt: now });
     expect(changes.put[0]?.expiresAt).toBe(now);
+  });
+});
+
+describe('renewing and finishing an occurrence of its own lease (concurrency above 1)', () => {
+  const lease: OccurrenceLease = {
+    job: 'report',
+    key: 'report',
+    scheduledAt: now,
+    owner: 'owner-a',
+    token: 7,
+    overlap: 'skip',
+    concurrency: 2,
+  };
+
+  it('leaves the key`s lease alone', () => {
+    const renewed = decideRenew(view({ entries: [running(now)], lease: heldBy('other') }), lease, 30_000);
+    expect(renewed.answer).toBe(true);
+    expect(renewed.changes.renewKey).toBeUndefined();
+    const finished = decideFinish(
+      view({ entries: [running(now)], lease: heldBy('owner-a') }),
+      lease,
+      { outcome: 'success' },
+      resolvedTrim({}),
+    );
+    expect(finished.changes.releaseKey).toBeUndefined();
+    expect(finished.changes.put).toMatchObject([{ outcome: 'success' }]);
   });
 });
 
