@@ -16,7 +16,7 @@ import {
   type StoredRunRecord,
 } from '../../ledger/contract.ts';
 import type { LedgerEntry, LedgerView } from '../../ledger/decide.ts';
-import { ledgerTrimOf } from '../../ledger/defaults.ts';
+import { checkConcurrency, ledgerTrimOf } from '../../ledger/defaults.ts';
 import {
   compareAndWrite,
   LedgerEngine,
@@ -306,6 +306,7 @@ export class RedisLockStore implements LockStore, RunLedger, InstanceRegistry {
     if (typeof instance !== 'string') throw new InvalidOptionError('instance', instance, 'a string');
     const ttl = checkTtl(ttlMs);
     checkOverlap('overlap', overlap);
+    checkConcurrency(request);
     if (!(startingDeadlineMs >= 0) || !Number.isFinite(startingDeadlineMs)) {
       throw new InvalidOptionError('startingDeadlineMs', startingDeadlineMs, 'a number of ms >= 0');
     }
@@ -375,6 +376,12 @@ export class RedisLockStore implements LockStore, RunLedger, InstanceRegistry {
         before === undefined ? '1' : '0',
         indexChange(before?.outcome === 'queued', entry.outcome === 'queued'),
         indexChange(before?.outcome === 'success', entry.outcome === 'success'),
+        // Kept for the claims that read it: a running occurrence joins it only from one of them.
+        entry.outcome === 'running'
+          ? before?.outcome !== 'running' && target.running
+            ? '1'
+            : '0'
+          : indexChange(before?.outcome === 'running', false),
       );
     }
     for (const entry of changes.drop) {
@@ -737,7 +744,9 @@ function readArguments(target: ReadTarget): Argument[] {
   return [
     target.job,
     target.operation === 'claimOccurrence'
-      ? 'claim'
+      ? target.running
+        ? 'claim-running'
+        : 'claim'
       : target.operation === 'renewOccurrence'
         ? 'renew'
         : 'finish',
@@ -797,4 +806,5 @@ function checkLease(lease: OccurrenceLease): void {
   checkEpochMs(scheduledAt, 'lease.scheduledAt');
   checkOwner(owner, 'lease.owner');
   checkOverlap('lease.overlap', overlap);
+  checkConcurrency(lease, 'lease.concurrency');
 }
