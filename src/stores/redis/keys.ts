@@ -5,7 +5,7 @@
  *
  * | key | type | holds |
  * |---|---|---|
- * | `<prefix>{<key>}:lease` | string, PX | owner of the live lease (a plain acquire's, or a claimed occurrence's unless `allow-all`) |
+ * | `<prefix>{<key>}:lease` | string, PX | owner of the live lease (a plain acquire's, or a claimed occurrence's unless `allow-all` or a `concurrency` above 1) |
  * | `<prefix>{<key>}:token` | string, no expiry | last fencing token issued for the key (acquires and claims, `allow-all` ones too) |
  * | `<prefix>{<key>}:current` | hash | `job`, `at`: the occurrence the live lease was granted to by a claim |
  * | `<prefix>{<key>}:occ:<job>` | hash | `scheduledAt` -> the occurrence's record (JSON): public fields, plus `owner`, `expiresAt` (its lease while `running`, judged against `TIME`), `cancelled`, `queuedUntil`; and `v`, a counter every run ledger write, pause and resume of the job increments (a write made on a read checks it) |
