@@ -9,7 +9,7 @@ import {
   resolvedTrim,
   trimmed,
 } from '../../src/ledger/decide.ts';
-import { ledgerMessages } from '../../src/ledger/defaults.ts';
+import { checkConcurrency, ledgerMessages } from '../../src/ledger/defaults.ts';
 
 // The decisions on plain data: a view in, an answer and the writes out. No store, no clock.
 
@@ -311,6 +311,13 @@ describe('decideClaim with concurrency', () => {
     );
   });
 
+  it('frees the slot of a cancelled one whose holder gave it back, leaving its end for the holder to report', () => {
+    const cancelled = running(now - 20_000, { owner: 'owner-1', expiresAt: now, cancelled: true });
+    const { answer, changes } = decideClaim(view({ entries: [cancelled, two[1]!] }), bounded());
+    expect(answer).toEqual({ status: 'granted', scheduledAt: now, takeover: false });
+    expect(changes.put.map((entry) => entry.scheduledAt)).toEqual([now]);
+  });
+
   it('grants a manual run while fewer than the limit run, and refuses it at the limit', () => {
     const manual = bounded({ manual: true });
     expect(decideClaim(view({ entries: [two[0]!] }), manual).answer).toMatchObject({ status: 'granted' });
@@ -318,6 +325,24 @@ describe('decideClaim with concurrency', () => {
       status: 'skipped',
       reason: 'overlap',
     });
+  });
+});
+
+describe('checkConcurrency', () => {
+  it('takes a whole number >= 1, 1 when absent, and only 1 with allow-all', () => {
+    expect(checkConcurrency({ overlap: 'skip' })).toBe(1);
+    expect(checkConcurrency({ overlap: 'buffer-all', concurrency: 4 })).toBe(4);
+    expect(checkConcurrency({ overlap: 'allow-all', concurrency: 1 })).toBe(1);
+    for (const concurrency of [0, 1.5, 'x', -1, Number.NaN]) {
+      expect(() => checkConcurrency({ overlap: 'skip', concurrency }, 'request.concurrency')).toThrow(
+        expect.objectContaining({
+          code: 'INVALID_OPTION',
+          option: 'request.concurrency',
+          value: concurrency,
+        }),
+      );
+    }
+    expect(() => checkConcurrency({ overlap: 'allow-all', concurrency: 2 })).toThrow(/allow-all/);
   });
 });
 
