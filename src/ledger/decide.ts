@@ -196,7 +196,10 @@ export function decideClaim(view: LedgerView, request: ClaimRequest): Decision<C
   const limit = overlap === 'allow-all' ? Number.POSITIVE_INFINITY : (request.concurrency ?? 1);
   const keyLease = view.lease;
   if (request.manual) {
-    const held = limit > 1 ? liveRunning(draft, view).length >= limit : keyLease !== undefined;
+    const held =
+      limit === 1
+        ? keyLease !== undefined
+        : limit < Number.POSITIVE_INFINITY && liveRunning(draft, view).length >= limit;
     if (held) return draft.done({ status: 'skipped', reason: 'overlap' });
     return draft.done(grant(draft, view, request, at, false));
   }
