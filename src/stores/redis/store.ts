@@ -65,7 +65,7 @@ type PipelineReplies = Array<[Error | null, unknown]> | null;
  *   on Redis Cluster (see keys.ts for the layout).
  * - Expiry is judged by Redis (`PX`); `now()` is the server's clock (`TIME`), and so is every
  *   decision of the run ledger (deadlines, takeovers, retention), which follows `MemoryLockStore`'s.
- * - A claim granted under the key's lease (every overlap policy but `allow-all`) holds the same
+ * - A claim granted under the key's lease (every overlap policy but `allow-all`, with a `concurrency` of 1) holds the same
  *   `{key}:lease` as `acquire`, so plain locks and claims exclude each other and `inspect` shows it.
  * - Fencing tokens: `INCR` of a counter that never expires, seeded from the server's `TIME` in
  *   microseconds when missing, so they increase on every acquire, also across a Redis restarted
