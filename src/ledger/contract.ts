@@ -125,6 +125,13 @@ export interface ClaimRequest {
   readonly ttlMs: number;
   readonly overlap: OverlapPolicy;
   /**
+   * At most this many occurrences of the job run at once, fleet-wide: a whole number >= 1. Defaults
+   * to 1. Above 1, each runs under a lease of its own, as with `allow-all` (the key's lease is not
+   * taken: the job does not exclude other jobs or plain locks on its key), and `overlap` decides
+   * what a fire does while that many run (`cancel-other` cancels the oldest). Not for `allow-all`.
+   */
+  readonly concurrency?: number;
+  /**
    * The occurrence may start until `scheduledAt + startingDeadlineMs`, by the store's clock, and an
    * abandoned one (its lease expired while it was `running`) may be taken over until its lease has
    * been expired for this long. Later, it is skipped as `missed` (or, abandoned, failed).
@@ -204,13 +211,10 @@ export interface OccurrenceLease {
   readonly token: number;
   /** For `allow-all`, the lease is the occurrence's own, not the key's. */
   readonly overlap: OverlapPolicy;
+  /** The claim's `concurrency`, when above 1: the lease is then the occurrence's own, not the key's. */
+  readonly concurrency?: number;
   /** True when the lease is the occurrence's own, not the key's, whatever `overlap` says (a forced manual run). */
   readonly ownLease?: boolean;
-}
-
-/** Whether the lease is the key's (renewed and released with the occurrence's), or its own. */
-export function holdsKeyLease(lease: Pick<OccurrenceLease, 'overlap' | 'ownLease'>): boolean {
-  return lease.overlap !== 'allow-all' && lease.ownLease !== true;
 }
 
 /** What a holder reports when its run ends. */

@@ -1,12 +1,11 @@
-import {
-  type ClaimRequest,
-  holdsKeyLease,
-  type LedgerSkipReason,
-  type LedgerTrim,
-  type OccurrenceLease,
-  type OccurrenceState,
-  type RunRecord,
-  type RunResult,
+import type {
+  ClaimRequest,
+  LedgerSkipReason,
+  LedgerTrim,
+  OccurrenceLease,
+  OccurrenceState,
+  RunRecord,
+  RunResult,
 } from './contract.ts';
 import { ledgerDefaultRetentionMs, ledgerMessages, ledgerTrimOf } from './defaults.ts';
 
@@ -42,10 +41,30 @@ export interface LedgerView {
   /** True while the job is paused fleet-wide. */
   readonly paused: boolean;
   /**
-   * The job's entries by occurrence: at least the one asked about, `current`'s, and every `queued`
-   * one (a decision looks at no other).
+   * The job's entries by occurrence: at least the one asked about, `current`'s, every `queued`
+   * one, and, for a claim with a `concurrency` above 1, every `running` one (a decision looks at no
+   * other).
    */
   readonly entries: ReadonlyMap<number, LedgerEntry>;
+}
+
+/**
+ * True when an occurrence runs under a lease of its own rather than the key's: with `allow-all`,
+ * a `concurrency` above 1 (a claim's, or the lease it granted), or a forced manual run's lease.
+ */
+export function holdsOwnLease(
+  options: Pick<ClaimRequest, 'overlap' | 'concurrency'> & Pick<OccurrenceLease, 'ownLease'>,
+): boolean {
+  return options.overlap === 'allow-all' || (options.concurrency ?? 1) > 1 || options.ownLease === true;
+}
+
+/** The lease a claim granted for occurrence `scheduledAt`, with `token`. */
+export function leaseOf(request: ClaimRequest, scheduledAt: number, token: number): OccurrenceLease {
+  const { job, key, owner, overlap, concurrency = 1 } = request;
+  const lease: OccurrenceLease = { job, key, scheduledAt, owner, token, overlap };
+  // A forced manual run is granted its own occurrence, under a lease of its own.
+  if (request.manual === true && request.force === true) return { ...lease, ownLease: true };
+  return concurrency > 1 ? { ...lease, concurrency } : lease;
 }
 
 /** The trim a decision asks for: see {@link LedgerTrim}. */
@@ -58,7 +77,8 @@ export interface ResolvedTrim {
 /**
  * What a decision writes, in one atomic write:
  * - `put`: entries written whole. A store keeps an index of the `queued` ones (the queue, oldest
- *   first) and one of the `success` ones, from what it puts.
+ *   first), one of the `running` ones (or reads them by state) and one of the `success` ones, from
+ *   what it puts.
  * - `grant`: a new fencing token for the key, written into the entry put for `scheduledAt`; and,
  *   with `holdsKey`, the key's lease taken by `owner` for `ttlMs`, `scheduledAt` becoming `current`.
  * - `renewKey`: the key's lease pushed to now + `ttlMs` (it is `owner`'s: the view said so).
@@ -144,8 +164,17 @@ class Draft {
 
   /** The queued occurrences, oldest first. */
   queue(): number[] {
+    return this.#inState('queued');
+  }
+
+  /** The running occurrences (of those the view holds), oldest first. */
+  running(): number[] {
+    return this.#inState('running');
+  }
+
+  #inState(state: OccurrenceState): number[] {
     const ats = new Set([...this.#view.entries.keys(), ...this.#put.keys()]);
-    return [...ats].filter((at) => this.get(at)!.outcome === 'queued').sort((a, b) => a - b);
+    return [...ats].filter((at) => this.get(at)!.outcome === state).sort((a, b) => a - b);
   }
 
   done<A>(answer: A): Decision<A> {
@@ -176,13 +205,16 @@ export function decideClaim(view: LedgerView, request: ClaimRequest): Decision<C
   const { now } = view;
   const { scheduledAt: at, overlap } = request;
   const entry = view.entries.get(at);
-  const perOccurrence = overlap === 'allow-all';
+  const perOccurrence = holdsOwnLease(request);
+  const limit = overlap === 'allow-all' ? Number.POSITIVE_INFINITY : (request.concurrency ?? 1);
   const keyLease = view.lease;
+  const bounded = limit > 1 && limit < Number.POSITIVE_INFINITY;
   if (request.manual === true) {
     // Forced: beside whatever runs, under a lease of its own. Under `skip`, a manual run that
     // cannot start now leaves no record: nothing was due.
     if (request.force === true) return draft.done(grant(draft, view, request, at, false, false));
-    if (overlap === 'skip' && keyLease !== undefined && (entry === undefined || isFinal(entry.outcome)))
+    const held = bounded ? liveRunning(draft, view).length >= limit : keyLease !== undefined && limit === 1;
+    if (overlap === 'skip' && held && (entry === undefined || isFinal(entry.outcome)))
       return draft.done({ status: 'skipped', reason: 'overlap' });
   } else if (now < at) return draft.done({ status: 'wait', retryAt: at, runningElsewhere: false });
   // A manual run is a new run, even of an instant some other run had (two within a millisecond);
@@ -212,6 +244,7 @@ export function decideClaim(view: LedgerView, request: ClaimRequest): Decision<C
   const deadline = at + window;
   // Past its deadline: too late to start. A manual run has none until it waits in the queue.
   const late = now > deadline && (request.manual !== true || entry?.outcome === 'queued');
+  if (bounded) return draft.done(claimBounded(draft, view, request, limit, deadline, late));
 
   // Another occurrence (or a plain lock) holds the lease this one needs.
   if (!perOccurrence && keyLease !== undefined) {
@@ -264,14 +297,6 @@ export function decideClaim(view: LedgerView, request: ClaimRequest): Decision<C
   return draft.done(granted);
 }
 
-/** The lease of a granted claim, once the store issued its token. */
-export function grantedLease(request: ClaimRequest, scheduledAt: number, token: number): OccurrenceLease {
-  const { job, key, owner, overlap } = request;
-  const lease: OccurrenceLease = { job, key, scheduledAt, owner, token, overlap };
-  // A forced manual run is granted its own occurrence, under a lease of its own.
-  return request.manual === true && request.force === true ? { ...lease, ownLease: true } : lease;
-}
-
 /**
  * Whether the holder of `lease` keeps it for `ttlMs` more: not when its occurrence is no longer
  * running under its lease, nor, under the key's lease, when that lease is not its own. A cancelled
@@ -288,7 +313,7 @@ export function decideRenew(view: LedgerView, lease: OccurrenceLease, ttlMs: num
     releaseOccurrence(draft, view, lease, entry);
     return draft.done(false);
   }
-  if (holdsKeyLease(lease)) {
+  if (!holdsOwnLease(lease)) {
     if (view.lease?.owner !== lease.owner) return draft.done(false);
     draft.renewKey = { owner: lease.owner, ttlMs };
   }
@@ -361,7 +386,7 @@ function grant(
   request: ClaimRequest,
   at: number,
   takeover: boolean,
-  holdsKey = request.overlap !== 'allow-all',
+  holdsKey = !holdsOwnLease(request),
 ): ClaimDecision {
   const { owner, ttlMs } = request;
   draft.grant = { scheduledAt: at, owner, ttlMs, holdsKey };
@@ -383,6 +408,82 @@ function grant(
     expiresAt: view.now + ttlMs,
   });
   return { status: 'granted', scheduledAt: at, takeover };
+}
+
+/** The running occurrences whose lease is live, oldest first (a cancelled one runs until its holder learns it). */
+function liveRunning(draft: Draft, view: LedgerView): LedgerEntry[] {
+  return draft
+    .running()
+    .map((at) => draft.get(at)!)
+    .filter((entry) => entry.expiresAt! > view.now);
+}
+
+/**
+ * A claim of a job that runs up to `limit` (> 1) occurrences at once, each under its own lease:
+ * the running ones whose lease is live fill the slots; one abandoned within its window is taken
+ * over first (past it, it is given up; a cancelled one is not taken over). Below the limit the oldest occurrence waiting (abandoned,
+ * queued or the requested one) is granted; at the limit the overlap policy decides, as it does for
+ * one running occurrence: the fire is skipped, or queued until a slot is free, and `cancel-other`
+ * cancels the oldest running one. The caller has judged the requested occurrence itself: not due,
+ * done, paused, running elsewhere or past its window are answered before.
+ */
+function claimBounded(
+  draft: Draft,
+  view: LedgerView,
+  request: ClaimRequest,
+  limit: number,
+  deadline: number,
+  late: boolean,
+): ClaimDecision {
+  const { now } = view;
+  const { scheduledAt: at, overlap, startingDeadlineMs: window } = request;
+  const entry = draft.get(at);
+  const live: LedgerEntry[] = [];
+  const abandoned: number[] = [];
+  for (const runningAt of draft.running()) {
+    const running = draft.get(runningAt)!;
+    if (running.expiresAt! > now) live.push(running);
+    else if (now > running.expiresAt! + window) giveUp(draft, view, running);
+    // A cancelled one frees its slot, and its holder has the window to report how it ended.
+    else if (running.cancelled !== true) abandoned.push(runningAt);
+  }
+  const requestedRuns = entry?.outcome === 'running';
+  if (!requestedRuns && late) return skip(draft, view, request, 'missed');
+  // Another fire at the limit: the policy says whether it waits for a slot, and what it frees.
+  const atLimit = (running: readonly LedgerEntry[]): ClaimDecision | undefined => {
+    if (entry?.outcome !== 'queued') {
+      if (!enqueue(draft, view, request, deadline)) return skip(draft, view, request, 'overlap');
+      const oldest = running.find((other) => other.cancelled !== true);
+      if (overlap === 'cancel-other' && oldest !== undefined) draft.put({ ...oldest, cancelled: true });
+    }
+    return undefined;
+  };
+  const firstExpiry = () => Math.min(...live.map((other) => other.expiresAt!));
+  if (live.length >= limit) {
+    // Abandoned, but every slot is taken: it waits for one (a takeover still needs a slot).
+    if (requestedRuns) return { status: 'wait', retryAt: firstExpiry(), runningElsewhere: true };
+    return atLimit(live) ?? { status: 'wait', retryAt: firstExpiry(), runningElsewhere: false };
+  }
+  // A free slot: it goes to the oldest occurrence waiting for one.
+  let pick = at;
+  let takeover = requestedRuns;
+  if (abandoned.length > 0 && abandoned[0]! < pick) [pick, takeover] = [abandoned[0]!, true];
+  for (const queuedAt of draft.queue()) {
+    const queued = draft.get(queuedAt)!;
+    if (now <= queued.queuedUntil!) {
+      if (queuedAt < pick) [pick, takeover] = [queuedAt, false];
+      break;
+    }
+    const { queuedUntil: _until, ...rest } = queued;
+    draft.put({ ...rest, outcome: 'skipped', reason: 'missed', endedAt: now });
+  }
+  const granted = grant(draft, view, request, pick, takeover);
+  if (pick !== at && entry === undefined) {
+    // Its own occurrence waits for the next slot: queued whatever the policy while one is left.
+    if (live.length + 1 < limit) enqueue(draft, view, { ...request, overlap: 'buffer-all' }, deadline);
+    else atLimit([...live, draft.get(pick)!]);
+  }
+  return granted;
 }
 
 /** Queues the requested occurrence unless its policy says skip; false when it is to be skipped. */
@@ -460,7 +561,7 @@ function end(draft: Draft, view: LedgerView, job: string, at: number, result: Ru
 function releaseOccurrence(draft: Draft, view: LedgerView, lease: OccurrenceLease, entry: LedgerEntry): void {
   if (entry.owner !== lease.owner) return;
   draft.put({ ...entry, expiresAt: view.now });
-  if (!holdsKeyLease(lease)) return;
+  if (holdsOwnLease(lease)) return;
   if (view.lease?.owner === lease.owner) {
     draft.releaseKey = { owner: lease.owner, scheduledAt: lease.scheduledAt };
   }

@@ -28,6 +28,25 @@ export function ledgerTrimOf(options: LedgerTrim): { recordLimit: number; keepWi
   return { recordLimit, keepWithinMs };
 }
 
+/**
+ * A claim's (or a lease's) `concurrency` checked: undefined (1) or a whole number >= 1, and 1 for
+ * `allow-all`, which runs every occurrence.
+ */
+export function checkConcurrency(
+  options: { readonly overlap: unknown; readonly concurrency?: unknown },
+  option = 'concurrency',
+): number {
+  const { concurrency } = options;
+  if (concurrency === undefined) return 1;
+  if (!Number.isSafeInteger(concurrency) || (concurrency as number) < 1) {
+    throw new InvalidOptionError(option, concurrency, 'a whole number >= 1');
+  }
+  if (options.overlap === 'allow-all' && concurrency !== 1) {
+    throw new InvalidOptionError(option, concurrency, "1 with overlap 'allow-all' (it bounds nothing)");
+  }
+  return concurrency as number;
+}
+
 /** The failure messages of an occurrence the ledger ends itself. */
 export const ledgerMessages = {
   abandoned:

@@ -5,10 +5,10 @@ import {
   decideClaim,
   decideFinish,
   decideRenew,
-  grantedLease,
   type LedgerChanges,
   type LedgerEntry,
   type LedgerView,
+  leaseOf,
   type ResolvedTrim,
   resolvedTrim,
   trimmed,
@@ -38,6 +38,8 @@ export interface ReadTarget {
   readonly key: string;
   readonly job: string;
   readonly occurrences: readonly number[];
+  /** Set for a claim with a `concurrency` above 1: the view then holds every `running` entry. */
+  readonly running?: boolean;
   /** Set when the decision may trim: the view then has `history`. */
   readonly trim?: ResolvedTrim;
 }
@@ -114,15 +116,24 @@ export class LedgerEngine {
   async claimOccurrence(request: ClaimRequest): Promise<ClaimResult> {
     const { job, key } = request;
     // Without the history a trim needs: only a claim that records a skip trims, and it reads again.
-    const target: ReadTarget = { operation: 'claimOccurrence', key, job, occurrences: [request.scheduledAt] };
+    const target: ReadTarget = {
+      operation: 'claimOccurrence',
+      key,
+      job,
+      occurrences: [request.scheduledAt],
+      ...(bounded(request) ? { running: true } : {}),
+    };
     const { answer, token } = await this.#decide(
       target,
       (view) => decideClaim(view, request),
       resolvedTrim(request),
     );
     if (answer.status !== 'granted') return answer;
-    const lease = grantedLease(request, answer.scheduledAt, token!);
-    return { status: 'granted', takeover: answer.takeover, lease };
+    return {
+      status: 'granted',
+      takeover: answer.takeover,
+      lease: leaseOf(request, answer.scheduledAt, token!),
+    };
   }
 
   async renewOccurrence(lease: OccurrenceLease, ttlMs: number): Promise<boolean> {
@@ -238,6 +249,11 @@ function writeChangesOf(stored: StoredView, changes: LedgerChanges): WriteChange
   if (changes.renewKey !== undefined) write.renewKey = changes.renewKey;
   if (changes.releaseKey !== undefined) write.releaseKey = changes.releaseKey;
   return write;
+}
+
+/** True when a claim runs up to `concurrency` (> 1) occurrences at once: its view holds the running ones. */
+function bounded(request: ClaimRequest): boolean {
+  return (request.concurrency ?? 1) > 1 && request.overlap !== 'allow-all';
 }
 
 function ignore(): void {}

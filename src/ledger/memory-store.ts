@@ -19,14 +19,15 @@ import {
   decideClaim,
   decideFinish,
   decideRenew,
-  grantedLease,
   type LedgerChanges,
   type LedgerEntry,
   type LedgerView,
+  leaseOf,
   publicRecord,
   resolvedTrim,
   trimmed,
 } from './decide.ts';
+import { checkConcurrency } from './defaults.ts';
 
 export type MemoryLockStoreOptions = MemoryLeaseStoreOptions;
 
@@ -57,11 +58,15 @@ export class MemoryLockStore extends MemoryLeaseStore implements RunLedger, Inst
 
   async claimOccurrence(request: ClaimRequest): Promise<ClaimResult> {
     const { job, key } = request;
+    checkConcurrency(request);
     const { answer } = this.#decide(key, job, (view) => decideClaim(view, request));
     if (answer.status !== 'granted') return answer;
     const token = this.#ledger(key, job).get(answer.scheduledAt)!.token!;
-    const lease = grantedLease(request, answer.scheduledAt, token);
-    return { status: 'granted', takeover: answer.takeover, lease };
+    return {
+      status: 'granted',
+      takeover: answer.takeover,
+      lease: leaseOf(request, answer.scheduledAt, token),
+    };
   }
 
   async renewOccurrence(lease: OccurrenceLease, ttlMs: number): Promise<boolean> {

@@ -321,6 +321,84 @@ export function describeRunLedgerConformance(
       expect(await record(first + second)).toMatchObject({ outcome: 'success', token: b.token });
     });
 
+    it('concurrency 2: two occurrences run at once, a third is refused (skip), and a finish frees a slot', async () => {
+      const { ledger, claim, granted, record, key } = await setUp();
+      const bounded = { concurrency: 2 };
+      const first = past(5 * second);
+      const a = await granted(first, bounded);
+      const b = await granted(first + second, bounded);
+      expect(b.token).toBeGreaterThan(a.token);
+      expect(a).toMatchObject({ concurrency: 2 });
+      // Each under its own lease: the key's lease is not taken.
+      if (ledger.inspect) expect(await ledger.inspect(key)).toBeUndefined();
+      expect(await claim(first + 2 * second, { ...bounded, instance: 'other:2' })).toEqual({
+        status: 'skipped',
+        reason: 'overlap',
+      });
+      expect(await record(first + 2 * second)).toMatchObject({ outcome: 'skipped', reason: 'overlap' });
+      expect(await claim(first, bounded)).toMatchObject({ status: 'wait', runningElsewhere: true });
+      expect(await ledger.renewOccurrence(a, 10 * second)).toBe(true);
+      await ledger.finishOccurrence(a, { outcome: 'success' });
+      const c = await granted(first + 3 * second, bounded);
+      expect(c.token).toBeGreaterThan(b.token);
+      await ledger.finishOccurrence(b, { outcome: 'success' });
+      await ledger.finishOccurrence(c, { outcome: 'failure', error: 'boom' });
+      expect(await record(first + second)).toMatchObject({ outcome: 'success', token: b.token });
+      expect(await record(first + 3 * second)).toMatchObject({ outcome: 'failure', token: c.token });
+    });
+
+    it('concurrency 2 with buffer-one, buffer-all and cancel-other: the third waits for a slot', async () => {
+      for (const overlap of ['buffer-one', 'buffer-all', 'cancel-other'] as const) {
+        const { ledger, claim, granted, record } = await setUp();
+        const bounded = { concurrency: 2, overlap };
+        const first = past(5 * second);
+        const a = await granted(first, bounded);
+        const b = await granted(first + second, bounded);
+        const third = first + 2 * second;
+        expect(await claim(third, bounded)).toMatchObject({ status: 'wait', runningElsewhere: false });
+        expect(await record(third)).toMatchObject({ outcome: 'queued' });
+        expect(await claim(third, bounded)).toMatchObject({ status: 'wait', runningElsewhere: false });
+        if (overlap === 'cancel-other') {
+          // The oldest running one is cancelled: its holder learns it at its next renewal.
+          expect(await ledger.renewOccurrence(a, 10 * second)).toBe(false);
+          expect(await ledger.renewOccurrence(b, 10 * second)).toBe(true);
+        } else {
+          await ledger.finishOccurrence(a, { outcome: 'success' });
+        }
+        const c = await granted(third, bounded);
+        expect(c.token).toBeGreaterThan(b.token);
+        await ledger.finishOccurrence(b, { outcome: 'success' });
+        await ledger.finishOccurrence(c, { outcome: 'success' });
+        if (overlap === 'cancel-other') {
+          await ledger.finishOccurrence(a, { outcome: 'failure', error: 'lease lost' });
+          expect((await record(first))!.error).toMatch(/cancel/);
+        }
+        expect(await record(third)).toMatchObject({ outcome: 'success', token: c.token });
+      }
+    });
+
+    it('concurrency 2: an abandoned occurrence is taken over in its slot; a manual run needs a free slot', async () => {
+      const { ledger, claim, granted } = await setUp();
+      const bounded = { concurrency: 2 };
+      const first = past(5 * second);
+      const dead = await granted(first, { ...bounded, ttlMs: 300 });
+      const live = await granted(first + second, bounded);
+      await sleep(500);
+      // Its slot is taken over before a newer occurrence gets it.
+      const handed = await claim(first + 2 * second, { ...bounded, instance: 'other:2' });
+      expect(handed).toMatchObject({ status: 'granted', takeover: true, lease: { scheduledAt: first } });
+      if (handed.status !== 'granted') return;
+      expect(handed.lease.token).toBeGreaterThan(live.token);
+      const stale = await fenceError(ledger.finishOccurrence(dead, { outcome: 'success' }));
+      expect(isStaleTokenError(stale), String(stale)).toBe(true);
+      // Two run: a manual run is refused; a finish lets it run.
+      const manual = { ...bounded, manual: true, scheduledAt: Date.now() };
+      expect(await claim(manual.scheduledAt, manual)).toEqual({ status: 'skipped', reason: 'overlap' });
+      await ledger.finishOccurrence(live, { outcome: 'success' });
+      expect(await claim(manual.scheduledAt, manual)).toMatchObject({ status: 'granted' });
+      await ledger.finishOccurrence(handed.lease, { outcome: 'success' });
+    });
+
     it('takes over an occurrence whose holder stopped renewing, with a higher token, and fences the old holder out', async () => {
       const { ledger, claim, granted, record } = await setUp();
       const at = past(2 * second);

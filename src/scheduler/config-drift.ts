@@ -20,12 +20,14 @@ export type JobDefinition = Readonly<Record<string, DefinitionValue>>;
  * from the job as the config resolved it. A new option that changes when or how a job fires is
  * one line here; its name is the field's name in `drift`.
  */
-const definitionFields: Readonly<Record<string, (job: ResolvedJob) => DefinitionValue>> = {
+const definitionFields: Readonly<Record<string, (job: ResolvedJob) => DefinitionValue | undefined>> = {
   schedule: (job) => job.schedule,
   // The machine's zone when the job names none: two machines in different zones fire differently.
   timezone: (job) => job.timezone ?? Intl.DateTimeFormat().resolvedOptions().timeZone,
   dst: (job) => job.dst ?? 'shift',
   overlap: (job) => job.overlap,
+  // Absent at 1, the default: a job that does not bound its runs has the fingerprint it had before.
+  concurrency: (job) => ((job.concurrency ?? 1) > 1 ? job.concurrency! : undefined),
   lockKey: (job) => (job.lock === false ? null : job.lock.key),
   lockTtlMs: (job) => (job.lock === false ? null : job.lock.ttlMs),
   timeoutMs: (job) => job.timeoutMs ?? null,
@@ -56,7 +58,10 @@ const definitionEntries = Object.entries(definitionFields);
 /** The job's definition: each of {@link definitionFields}, in their order. */
 export function definitionOf(job: ResolvedJob): JobDefinition {
   const definition: Record<string, DefinitionValue> = {};
-  for (const [field, read] of definitionEntries) definition[field] = read(job);
+  for (const [field, read] of definitionEntries) {
+    const value = read(job);
+    if (value !== undefined) definition[field] = value;
+  }
   return definition;
 }
 

@@ -192,7 +192,7 @@ export class JobFirer {
   readonly #environment: FireEnvironment;
   readonly #pipeline: ResiliencePipeline<unknown>;
   readonly #logger: SchedulerLogger;
-  /** Runs in progress on this instance (for `lock: false`, the only overlap guard there is). */
+  /** Runs in progress on this instance (for `lock: false`, the only overlap guard there is, up to `concurrency`). */
   #running = 0;
   /**
    * What the ledger keeps of the job's records, for the retention: the latest `ledgerRecordLimit`,
@@ -321,6 +321,7 @@ export class JobFirer {
             instance,
             ttlMs: lock.ttlMs,
             overlap: this.job.overlap,
+            ...((this.job.concurrency ?? 1) > 1 ? { concurrency: this.job.concurrency } : {}),
             startingDeadlineMs: deadlineMs,
             manual,
             ...(manual && options.force === true ? { force: true } : {}),
@@ -445,7 +446,9 @@ export class JobFirer {
         return { outcome: 'skipped', reason: 'store-unavailable', error };
       }
     }
-    if (this.job.lock === false && this.#running > 0) return { outcome: 'skipped', reason: 'overlap' };
+    if (this.job.lock === false && this.#running >= (this.job.concurrency ?? 1)) {
+      return { outcome: 'skipped', reason: 'overlap' };
+    }
     return this.#run(state, signal, undefined);
   }
 

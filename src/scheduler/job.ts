@@ -77,6 +77,17 @@ export interface JobDefinition {
    */
   overlap?: OverlapPolicy;
   /**
+   * At most this many occurrences of the job run at once, fleet-wide: a whole number >= 1. With
+   * more than 1, each runs under a lease of its own (it no longer excludes other jobs sharing its
+   * lock key), and `overlap` decides what a fire does while that many run (`cancel-other` cancels
+   * the oldest). Not with `overlap: 'allow-all'`, which is unbounded. `lock: false` jobs bound their
+   * runs on each instance only. Defaults to 1.
+   *
+   * @example
+   * defineJob({ name: 'export', schedule: '* * * * *', concurrency: 3, overlap: 'buffer-all', run });
+   */
+  concurrency?: number;
+  /**
    * Spreads the fleet's load: each occurrence starts this much later at most, by a delay in
    * [0, jitter) that every instance derives alike from the job's name and `scheduledAt` (see
    * `jitterOf`). The occurrence stays `scheduledAt`; the starting deadline still counts from it, so
@@ -213,6 +224,8 @@ export interface ResolvedJob {
   readonly catchUpMs: number | undefined;
   readonly startingDeadlineMs: number;
   readonly overlap: OverlapPolicy;
+  /** How many occurrences may run at once (undefined reads as 1). */
+  readonly concurrency?: number | undefined;
   /** The job's `jitter` in ms; undefined (or 0) for none. */
   readonly jitterMs?: number | undefined;
   /** Where `run` runs, the config's default applied (undefined reads as `'none'`). */

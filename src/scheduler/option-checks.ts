@@ -74,6 +74,32 @@ export function hooks(object: Record<string, unknown>, report: Report): JobHooks
   return valid as JobHooks;
 }
 
+/**
+ * A job's `concurrency`: a whole number >= 1, not with `overlap: 'allow-all'`; undefined when absent
+ * or after reporting what is wrong with it.
+ */
+export function concurrency(value: unknown, overlap: unknown, report: Report): number | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
+    report({
+      option: 'concurrency',
+      value,
+      message: `expected a whole number >= 1 (how many occurrences may run at once), ${got(value)}`,
+    });
+    return undefined;
+  }
+  if (overlap === 'allow-all') {
+    report({
+      option: 'concurrency',
+      value,
+      message:
+        "does not apply with overlap: 'allow-all', which runs every occurrence at once, unbounded: remove concurrency, or bound the job with another overlap policy ('skip', 'buffer-one', 'buffer-all', 'cancel-other')",
+    });
+    return undefined;
+  }
+  return value;
+}
+
 /** The isolation `value` names, or undefined after reporting a value that is not one. */
 export function isolation(value: unknown, report: Report): JobIsolation | undefined {
   if (value === undefined) return undefined;

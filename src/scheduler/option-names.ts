@@ -45,6 +45,7 @@ export const jobOptions = optionNames<JobDefinition>()([
   'catchUp',
   'startingDeadline',
   'overlap',
+  'concurrency',
   'jitter',
   'isolation',
   'dst',

@@ -19,6 +19,7 @@ import type {
 import { configDefaults } from './job-defaults.ts';
 import {
   checkUnknownOptions,
+  concurrency,
   dstPolicy,
   duration,
   hooks,
@@ -286,6 +287,8 @@ export function resolveJob(
     overlap = 'buffer-all';
   }
 
+  const jobConcurrency = concurrency(job.concurrency, job.overlap, problem);
+
   const jitterMs =
     job.jitter === undefined ? undefined : duration(job.jitter, 'jitter', problem, { positive: true });
   if (jitterMs !== undefined && startingDeadlineMs !== undefined && jitterMs >= startingDeadlineMs) {
@@ -327,6 +330,7 @@ export function resolveJob(
     catchUpMs,
     startingDeadlineMs: startingDeadlineMs!,
     overlap,
+    concurrency: jobConcurrency,
     jitterMs,
     isolation: jobIsolation,
     dst,

@@ -1,5 +1,5 @@
 import type { ClaimRequest, LedgerTrim, OccurrenceLease, RunResult } from '../ledger/contract.ts';
-import { ledgerTrimOf } from '../ledger/defaults.ts';
+import { checkConcurrency, ledgerTrimOf } from '../ledger/defaults.ts';
 import { parseDuration } from '../pipeline/duration.ts';
 import { InvalidOptionError } from '../pipeline/errors.ts';
 import { checkOverlap } from './overlap-option.ts';
@@ -54,6 +54,7 @@ export function checkClaimRequest(
   checkString('request.instance', request.instance);
   const ttlMs = checkDurationMs('request.ttlMs', request.ttlMs, 1);
   checkOverlap('request.overlap', request.overlap);
+  checkConcurrency(request, 'request.concurrency');
   checkDurationMs('request.startingDeadlineMs', request.startingDeadlineMs, 0);
   // A recorded skip trims the job's records, as a finish does.
   const retentionMs = checkDurationMs('request.retentionMs', request.retentionMs ?? defaultRetentionMs, 0);
@@ -70,6 +71,7 @@ export function checkOccurrenceLease(lease: OccurrenceLease, checkKey: KeyCheck)
   checkString('lease.owner', lease.owner);
   checkEpochMs('lease.scheduledAt', lease.scheduledAt);
   checkOverlap('lease.overlap', lease.overlap);
+  checkConcurrency(lease, 'lease.concurrency');
   if (!Number.isSafeInteger(lease.token)) {
     throw new InvalidOptionError('lease.token', lease.token, 'a fencing token (an integer)');
   }

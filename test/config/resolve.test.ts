@@ -142,6 +142,30 @@ describe('config defaults', () => {
     );
   });
 
+  it('concurrency: a whole number >= 1, never with allow-all; 1 unless given', async () => {
+    const job = (extra: Record<string, unknown>) => ({ name: 'a', schedule: '* * * * *', run, ...extra });
+    const concurrencyOf = async (extra: Record<string, unknown>) =>
+      (await resolveConfig({ jobs: [job(extra)] }, file)).jobs[0]!.concurrency;
+    expect(await concurrencyOf({})).toBeUndefined();
+    expect(await concurrencyOf({ concurrency: 3, overlap: 'buffer-all' })).toBe(3);
+    expect(await concurrencyOf({ concurrency: 2, lock: false })).toBe(2);
+    expect(await concurrencyOf({ concurrency: 1 })).toBe(1);
+    const expected = 'expected a whole number >= 1 (how many occurrences may run at once)';
+    expect(await problemsOf({ jobs: [job({ concurrency: 0 })] })).toEqual([
+      `${file}: job "a": option "concurrency": ${expected}, got 0`,
+    ]);
+    expect(await problemsOf({ jobs: [job({ concurrency: 1.5 })] })).toEqual([
+      `${file}: job "a": option "concurrency": ${expected}, got 1.5`,
+    ]);
+    expect(await problemsOf({ jobs: [job({ concurrency: 'x' })] })).toEqual([
+      `${file}: job "a": option "concurrency": ${expected}, got "x"`,
+    ]);
+    // Any concurrency, 1 too: allow-all is not bounded, and a concurrency says it would be.
+    expect(await problemsOf({ jobs: [job({ concurrency: 1, overlap: 'allow-all' })] })).toEqual([
+      `${file}: job "a": option "concurrency": does not apply with overlap: 'allow-all', which runs every occurrence at once, unbounded: remove concurrency, or bound the job with another overlap policy ('skip', 'buffer-one', 'buffer-all', 'cancel-other')`,
+    ]);
+  });
+
   it("isolation: the config's default for jobs without their own; resourceLimits for workers only, in positive MB", async () => {
     const config = await resolveConfig(
       {
@@ -325,7 +349,7 @@ describe('validation', () => {
       }),
     ).toEqual([
       `${file}: option "onFailure": expected a function (event) => ..., got "mail me"`,
-      `${file}: job "a": option "onSucess": unknown option (did you mean "onSuccess"?); known options: name, schedule, run, timezone, lock, timeout, retry, enabled, catchUp, startingDeadline, overlap, jitter, isolation, dst, resourceLimits, onSuccess, onFailure, onSkip`,
+      `${file}: job "a": option "onSucess": unknown option (did you mean "onSuccess"?); known options: name, schedule, run, timezone, lock, timeout, retry, enabled, catchUp, startingDeadline, overlap, concurrency, jitter, isolation, dst, resourceLimits, onSuccess, onFailure, onSkip`,
       `${file}: job "a": option "onSkip": expected a function (event) => ..., got {}`,
     ]);
   });

@@ -4,14 +4,14 @@ import {
   decideClaim,
   decideFinish,
   decideRenew,
-  grantedLease,
   isDone,
   type LedgerEntry,
   type LedgerView,
+  leaseOf,
   resolvedTrim,
   trimmed,
 } from '../../src/ledger/decide.ts';
-import { ledgerMessages } from '../../src/ledger/defaults.ts';
+import { checkConcurrency, ledgerMessages } from '../../src/ledger/defaults.ts';
 
 // The decisions on plain data: a view in, an answer and the writes out. No store, no clock.
 
@@ -190,7 +190,7 @@ describe('decideClaim', () => {
       expect.objectContaining({ scheduledAt: now, outcome: 'running', trigger: 'manual', actor: 'ops@host' }),
     ]);
     // Its lease is its own: renewing it does not touch the key's, which another holds.
-    const lease = grantedLease(request({ manual: true, force: true }), now, 9);
+    const lease = leaseOf(request({ manual: true, force: true }), now, 9);
     expect(lease.ownLease).toBe(true);
     const renewed = decideRenew(
       view({ entries: [decision.changes.put[0]!], lease: heldBy('owner-a') }),
@@ -321,6 +321,134 @@ describe('decideClaim', () => {
   });
 });
 
+describe('decideClaim with concurrency', () => {
+  const bounded = (overrides: Partial<ClaimRequest> = {}) => request({ concurrency: 2, ...overrides });
+  /** Two occurrences running under their own live leases: the limit of 2 reached. */
+  const two = [
+    running(now - 20_000, { owner: 'owner-1' }),
+    running(now - 10_000, { owner: 'owner-2', expiresAt: now + 5_000 }),
+  ];
+
+  it('grants below the limit under its own lease, beside a running one and a held key', () => {
+    const { answer, changes } = decideClaim(
+      view({ entries: [two[0]!], lease: heldBy('plain-lock') }),
+      bounded(),
+    );
+    expect(answer).toEqual({ status: 'granted', scheduledAt: now, takeover: false });
+    expect(changes.grant).toEqual({ scheduledAt: now, owner: 'owner-b', ttlMs: 30_000, holdsKey: false });
+  });
+
+  it('skip: at the limit, a fire is recorded as skipped (overlap)', () => {
+    const { answer, changes } = decideClaim(view({ entries: two }), bounded());
+    expect(answer).toEqual({ status: 'skipped', reason: 'overlap' });
+    expect(changes.put).toMatchObject([{ scheduledAt: now, outcome: 'skipped', reason: 'overlap' }]);
+  });
+
+  it('buffer-one / buffer-all: at the limit, a fire is queued until the first lease expires', () => {
+    for (const overlap of ['buffer-one', 'buffer-all'] as const) {
+      const { answer, changes } = decideClaim(view({ entries: two }), bounded({ overlap }));
+      expect(answer).toEqual({ status: 'wait', retryAt: now + 5_000, runningElsewhere: false });
+      expect(changes.put).toEqual([{ ...queued(now), instance: 'b' }]);
+    }
+    // buffer-one keeps one waiting: a second fire is skipped; buffer-all queues it too.
+    const waiting = [...two, queued(now - 1_000)];
+    expect(decideClaim(view({ entries: waiting }), bounded({ overlap: 'buffer-one' })).answer).toEqual({
+      status: 'skipped',
+      reason: 'overlap',
+    });
+    expect(decideClaim(view({ entries: waiting }), bounded({ overlap: 'buffer-all' })).answer).toMatchObject({
+      status: 'wait',
+    });
+  });
+
+  it('cancel-other: at the limit, the oldest running one is cancelled and the fire queued, once', () => {
+    const { answer, changes } = decideClaim(view({ entries: two }), bounded({ overlap: 'cancel-other' }));
+    expect(answer).toEqual({ status: 'wait', retryAt: now + 5_000, runningElsewhere: false });
+    expect(changes.put).toEqual([
+      { ...queued(now), instance: 'b' },
+      { ...two[0], cancelled: true },
+    ]);
+    // Asked again (another instance's fire of it), the queued one cancels nothing more.
+    const after = [{ ...two[0]!, cancelled: true }, two[1]!, { ...queued(now), instance: 'b' }];
+    const again = decideClaim(view({ entries: after }), bounded({ overlap: 'cancel-other' }));
+    expect(again.answer).toMatchObject({ status: 'wait' });
+    expect(again.changes.put).toEqual([]);
+  });
+
+  it('frees a slot when a running one finishes: a queued one is granted, oldest first', () => {
+    const entries = [two[1]!, queued(now - 2_000), queued(now - 1_000)];
+    const { answer } = decideClaim(view({ entries }), bounded({ scheduledAt: now - 1_000 }));
+    expect(answer).toEqual({ status: 'granted', scheduledAt: now - 2_000, takeover: false });
+  });
+
+  it('takes over an abandoned one first, under the limit, and counts only live leases', () => {
+    const abandoned = running(now - 30_000, { owner: 'gone', expiresAt: now - 1_000 });
+    const { answer, changes } = decideClaim(view({ entries: [abandoned, two[1]!] }), bounded());
+    expect(answer).toEqual({ status: 'granted', scheduledAt: now - 30_000, takeover: true });
+    expect(changes.grant).toMatchObject({ scheduledAt: now - 30_000, holdsKey: false });
+    // The requested one waits for the next slot (the limit is now reached): skip says skipped.
+    expect(changes.put).toContainEqual(expect.objectContaining({ scheduledAt: now, outcome: 'skipped' }));
+    // With a slot still left (limit 3), it is queued for that slot, whatever the policy.
+    const roomy = decideClaim(view({ entries: [abandoned, two[1]!] }), bounded({ concurrency: 3 }));
+    expect(roomy.changes.put).toContainEqual({ ...queued(now), instance: 'b' });
+  });
+
+  it('gives up an abandoned one past its window, and a cancelled one, freeing their slots', () => {
+    const old = running(now - 5 * minute, { expiresAt: now - 2 * minute });
+    const cancelled = running(now - 4 * minute, { expiresAt: now - 2 * minute, cancelled: true });
+    const { answer, changes } = decideClaim(view({ entries: [old, cancelled, two[1]!] }), bounded());
+    expect(answer).toEqual({ status: 'granted', scheduledAt: now, takeover: false });
+    expect(changes.put).toContainEqual(
+      expect.objectContaining({
+        scheduledAt: now - 5 * minute,
+        outcome: 'failure',
+        error: ledgerMessages.abandoned,
+      }),
+    );
+    expect(changes.put).toContainEqual(
+      expect.objectContaining({
+        scheduledAt: now - 4 * minute,
+        outcome: 'failure',
+        error: ledgerMessages.cancelled,
+      }),
+    );
+  });
+
+  it('frees the slot of a cancelled one whose holder gave it back, leaving its end for the holder to report', () => {
+    const cancelled = running(now - 20_000, { owner: 'owner-1', expiresAt: now, cancelled: true });
+    const { answer, changes } = decideClaim(view({ entries: [cancelled, two[1]!] }), bounded());
+    expect(answer).toEqual({ status: 'granted', scheduledAt: now, takeover: false });
+    expect(changes.put.map((entry) => entry.scheduledAt)).toEqual([now]);
+  });
+
+  it('grants a manual run while fewer than the limit run, and refuses it at the limit', () => {
+    const manual = bounded({ manual: true });
+    expect(decideClaim(view({ entries: [two[0]!] }), manual).answer).toMatchObject({ status: 'granted' });
+    expect(decideClaim(view({ entries: two }), manual).answer).toEqual({
+      status: 'skipped',
+      reason: 'overlap',
+    });
+  });
+});
+
+describe('checkConcurrency', () => {
+  it('takes a whole number >= 1, 1 when absent, and only 1 with allow-all', () => {
+    expect(checkConcurrency({ overlap: 'skip' })).toBe(1);
+    expect(checkConcurrency({ overlap: 'buffer-all', concurrency: 4 })).toBe(4);
+    expect(checkConcurrency({ overlap: 'allow-all', concurrency: 1 })).toBe(1);
+    for (const concurrency of [0, 1.5, 'x', -1, Number.NaN]) {
+      expect(() => checkConcurrency({ overlap: 'skip', concurrency }, 'request.concurrency')).toThrow(
+        expect.objectContaining({
+          code: 'INVALID_OPTION',
+          option: 'request.concurrency',
+          value: concurrency,
+        }),
+      );
+    }
+    expect(() => checkConcurrency({ overlap: 'allow-all', concurrency: 2 })).toThrow(/allow-all/);
+  });
+});
+
 describe('decideRenew', () => {
   const lease: OccurrenceLease = {
     job: 'report',
@@ -352,6 +480,32 @@ describe('decideRenew', () => {
     expect(answer).toBe(false);
     expect(changes.releaseKey).toEqual({ owner: 'owner-a', scheduledAt: now });
     expect(changes.put[0]?.expiresAt).toBe(now);
+  });
+});
+
+describe('renewing and finishing an occurrence of its own lease (concurrency above 1)', () => {
+  const lease: OccurrenceLease = {
+    job: 'report',
+    key: 'report',
+    scheduledAt: now,
+    owner: 'owner-a',
+    token: 7,
+    overlap: 'skip',
+    concurrency: 2,
+  };
+
+  it('leaves the key`s lease alone', () => {
+    const renewed = decideRenew(view({ entries: [running(now)], lease: heldBy('other') }), lease, 30_000);
+    expect(renewed.answer).toBe(true);
+    expect(renewed.changes.renewKey).toBeUndefined();
+    const finished = decideFinish(
+      view({ entries: [running(now)], lease: heldBy('owner-a') }),
+      lease,
+      { outcome: 'success' },
+      resolvedTrim({}),
+    );
+    expect(finished.changes.releaseKey).toBeUndefined();
+    expect(finished.changes.put).toMatchObject([{ outcome: 'success' }]);
   });
 });
 

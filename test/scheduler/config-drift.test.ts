@@ -101,6 +101,21 @@ describe('job definitions', () => {
     expect(c.digest).not.toBe(a.digest);
   });
 
+  it('fingerprints concurrency, absent at 1 so that a job that does not bound its runs keeps its fingerprint', () => {
+    const [one, given, three] = jobsOf([
+      { name: 'a', schedule: '* * * * *' },
+      { name: 'b', schedule: '* * * * *', concurrency: 1 },
+      { name: 'c', schedule: '* * * * *', concurrency: 3 },
+    ]);
+    expect(definitionOf(one!)).not.toHaveProperty('concurrency');
+    expect(definitionOf(given!)).not.toHaveProperty('concurrency');
+    expect(definitionOf(three!)).toMatchObject({ concurrency: 3 });
+    const fingerprint = (concurrency: number) =>
+      new FleetDefinitions(jobsOf([{ name: 'a', schedule: '* * * * *', concurrency }])).fingerprints.get('a');
+    expect(fingerprint(2)).not.toBe(fingerprint(1));
+    expect(fingerprint(1)).toBe(new FleetDefinitions([one!]).fingerprints.get('a'));
+  });
+
   it('publishes the digest alone unless asked for more; a reader skips what it cannot read', () => {
     const own = new FleetDefinitions(
       jobsOf([

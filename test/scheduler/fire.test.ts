@@ -586,6 +586,41 @@ describe('JobFirer', () => {
     expect(await store.runHistory('report')).toEqual([]);
   });
 
+  it('without a lock, concurrency bounds the runs going on this instance', async () => {
+    const { time, store, probe, job } = setup(
+      (probe) => resolvedJob({ run: probe.run, lock: false, concurrency: 2 }),
+      'hold',
+    );
+    const { firer } = await instance(store, job);
+    const first = firer.fire(start);
+    await time.advance(1_000);
+    const second = firer.fire(start + 1_000);
+    await time.advance(1_000);
+    expect(await firer.fire(start + 2_000)).toEqual({ outcome: 'skipped', reason: 'overlap' });
+    expect(probe.calls).toHaveLength(2);
+    probe.finishAll();
+    expect(await first).toEqual({ outcome: 'success', attempts: 1 });
+    expect(await second).toEqual({ outcome: 'success', attempts: 1 });
+  });
+
+  it('with concurrency 2, two occurrences run at once through the ledger, each under its own lease', async () => {
+    const { time, store, probe, job } = setup(
+      (probe) => resolvedJob({ run: probe.run, concurrency: 2, overlap: 'skip' }),
+      'hold',
+    );
+    const a = await instance(store, job, { name: 'a' });
+    const b = await instance(store, job, { name: 'b' });
+    const first = a.firer.fire(start);
+    await time.advance(1_000);
+    const second = b.firer.fire(start + 1_000);
+    await time.advance(1_000);
+    expect(await a.firer.fire(start + 2_000)).toEqual({ outcome: 'skipped', reason: 'overlap' });
+    expect(probe.calls.map((call) => call.ctx.token)).toEqual([1, 2]);
+    probe.finishAll();
+    expect(await first).toMatchObject({ outcome: 'success', token: 1 });
+    expect(await second).toMatchObject({ outcome: 'success', token: 2 });
+  });
+
   it('a manual run (resil jobs run) runs at once, whatever the ledger holds, and is recorded in history', async () => {
     const { store, probe, job } = setup((probe) => resolvedJob({ run: probe.run }));
     store.skewMs = -2_000;

@@ -13,7 +13,10 @@ function formatEntries(
   // Only while some job is paused, as jobs history shows TAKEOVERS only when there are some.
   const withPauses = entries.some((entry) => entry.paused);
   const withDrift = entries.some((entry) => entry.drift !== null);
+  // Only while some job runs more than one occurrence at once.
+  const withConcurrency = entries.some((entry) => entry.concurrency !== undefined);
   const header = ['NAME', 'SCHEDULE', 'TIMEZONE', 'NEXT RUN', 'LOCK KEY'];
+  if (withConcurrency) header.push('CONCURRENCY');
   if (withLedger) header.push('LAST RUN');
   if (withPauses) header.push('PAUSED');
   if (withDrift) header.push('DRIFT');
@@ -30,6 +33,7 @@ function formatEntries(
       next,
       entry.lockKey ?? styles.dim('none'),
     ];
+    if (withConcurrency) row.push(String(entry.concurrency ?? 1));
     if (withLedger) {
       const last = entry.lastRun;
       row.push(

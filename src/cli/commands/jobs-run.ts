@@ -43,6 +43,7 @@ function describeResult(
   result: FireResult,
   connectionError: unknown,
   holder: LeaseInfo | undefined,
+  concurrency = 1,
 ): string {
   const token = result.token === undefined ? '' : `, token ${result.token}`;
   const attempts =
@@ -61,9 +62,11 @@ function describeResult(
       }
       if (result.reason === 'store-setup') return `${name}: not run: ${describeStoreError(result.error)}`;
       const reason =
-        result.reason === 'overlap'
-          ? `its lock is held elsewhere${holder === undefined ? '' : `, by ${holder.owner.split('/')[0]} (token ${holder.token})`}`
-          : (result.reason ?? 'unknown reason');
+        result.reason === 'overlap' && concurrency > 1
+          ? `${concurrency} of its occurrences run already (concurrency: ${concurrency})`
+          : result.reason === 'overlap'
+            ? `its lock is held elsewhere${holder === undefined ? '' : `, by ${holder.owner.split('/')[0]} (token ${holder.token})`}`
+            : (result.reason ?? 'unknown reason');
       return `${name}: skipped: ${reason}`;
     }
   }
@@ -228,11 +231,22 @@ export async function runJob(
   }
   const code = exitCodeOf(result);
   // Who holds the lock, when the store can say (the owner id starts with the holder's instance).
+  const concurrency = job.concurrency ?? 1;
+  // A job of more than one occurrence at once holds no lease of its key: there is no one holder.
   const holder =
-    result.reason === 'overlap' && job.lock !== false && typeof store.inspect === 'function'
+    result.reason === 'overlap' &&
+    job.lock !== false &&
+    concurrency === 1 &&
+    typeof store.inspect === 'function'
       ? await readStore(store, () => store.inspect!(ledgerKeyOf(job)))
       : undefined;
-  const line = describeResult(name, result, connection.lastError, holder?.ok ? holder.value : undefined);
+  const line = describeResult(
+    name,
+    result,
+    connection.lastError,
+    holder?.ok ? holder.value : undefined,
+    concurrency,
+  );
   stderr.write(
     `${code === 0 ? errorStyles.green(line) : code === 1 ? errorStyles.red(line) : errorStyles.yellow(line)}\n`,
   );

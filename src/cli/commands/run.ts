@@ -42,6 +42,8 @@ the same on every instance. The fire asks the store's run ledger what to do with
   once          an occurrence that ran anywhere in the fleet is skipped (already-done)
   overlap       while an earlier occurrence runs, the job's overlap policy decides: skip (default,
                 reason overlap), buffer-one, buffer-all (wait, oldest first), cancel-other, allow-all
+  concurrency   with concurrency: n, up to n occurrences run at once, each under its own lease;
+                the overlap policy decides when n run (cancel-other cancels the oldest)
   takeover      an occurrence whose holder stopped renewing its lease (crash, freeze, partition) is
                 run again by another instance, with a higher token, until its lease has been
                 expired for startingDeadline

@@ -484,7 +484,10 @@ function renderJob(data: JobDetail): void {
       ...row('Config drift', ...(job.drift === null ? [] : [driftBadge(job), ' ']), ...driftCell(job)),
       ...row('Lock', job.lockKey === null ? muted('none (lock: false)') : h('code', {}, job.lockKey)),
       ...row('Lease', ...leaseCell(job)),
-      ...row('Overlap', job.overlap),
+      ...row(
+        'Overlap',
+        job.concurrency === undefined ? job.overlap : `${job.overlap}, up to ${job.concurrency} at once`,
+      ),
     ),
   ]);
   if (data.actions) {

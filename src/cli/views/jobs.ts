@@ -110,6 +110,8 @@ export interface JobListEntry {
   nextRun: string | null;
   /** null for `lock: false`. */
   lockKey: string | null;
+  /** How many occurrences may run at once (the job's `concurrency`): present when above 1. */
+  concurrency?: number;
   /**
    * The latest occurrence that ran to an end (success or failure) among the job's last few in the
    * store's run ledger; null when none or the store keeps no ledger.
@@ -245,6 +247,7 @@ function toEntry(
     enabled: job.enabled,
     nextRun: nextRun === null ? null : nextRun.toISOString(),
     lockKey: job.lock === false ? null : job.lock.key,
+    ...((job.concurrency ?? 1) > 1 ? { concurrency: job.concurrency! } : {}),
     lastRun:
       lastRun === undefined
         ? null

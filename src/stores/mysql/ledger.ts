@@ -70,7 +70,7 @@ ON DUPLICATE KEY UPDATE token = token`,
     leases: `SELECT j.n, l.owner, l.token, l.expires_at_ms, l.current_job, l.current_at_ms, ${nowMs} AS now_ms
 FROM ${keys} JOIN ${t.leases} l ON l.lock_key = j.lock_key FOR UPDATE`,
     // Per target: the asked occurrence, the current one, the queue (a claim's), the pause (a
-    // claim's), and with a trim the record count and the oldest records: one more than the record
+    // claim's), the running ones (a claim's with a concurrency above 1), and with a trim the record count and the oldest records: one more than the record
     // limit's excess, and every one past the retention.
     read: `WITH t AS (SELECT * FROM ${jsonRows('j', [
       ['lock_key', 'VARBINARY(1255)'],
@@ -80,11 +80,13 @@ FROM ${keys} JOIN ${t.leases} l ON l.lock_key = j.lock_key FOR UPDATE`,
       ['claim', 'BOOLEAN'],
       ['retention_ms', 'BIGINT'],
       ['record_limit', 'INT'],
+      ['running', 'BOOLEAN'],
     ])})
 SELECT t.n, 'entry' AS kind, NULL AS total, ${prefixed('o')}
 FROM t JOIN ${t.occurrences} o ON o.lock_key = t.lock_key AND o.job = t.job
   AND (o.scheduled_at_ms = t.at_ms OR o.scheduled_at_ms = t.current_ms
-    OR (t.claim AND o.deadline_ms IS NOT NULL AND o.state = 'queued'))
+    OR (t.claim AND o.deadline_ms IS NOT NULL AND o.state = 'queued')
+    OR (t.running AND o.state = 'running'))
 UNION ALL
 SELECT t.n, 'oldest', x.total, ${prefixed('x')}
 FROM t JOIN (
@@ -212,6 +214,7 @@ export async function applyLedgerBatch(
         target.operation === 'claimOccurrence',
         target.trim?.retentionMs ?? null,
         target.trim?.recordLimit ?? null,
+        target.running === true,
       ]),
     );
     const [rows] = await connection.execute(sql.read, [read, now]);

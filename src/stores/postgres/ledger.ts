@@ -38,16 +38,17 @@ ON CONFLICT (key) DO NOTHING`,
     lock: `SELECT key, owner, ${ms('expires_at')} AS expires_at, current_job, ${toMs('current_at')} AS current_at
 FROM ${t.leases} WHERE key = ANY($1::text[]) ORDER BY key FOR UPDATE`,
     // The clock, read once the rows are locked; then per target: the asked occurrence, the current
-    // one, the queue (a claim's), the pause (a claim's), and with a trim the record count and the
+    // one, the queue (a claim's), the pause (a claim's), the running ones (a claim's with a
+    // concurrency above 1), and with a trim the record count and the
     // oldest records: one more than the record limit's excess, and every one past the retention.
     read: `WITH t AS (
-  SELECT * FROM unnest($1::text[], $2::text[], $3::float8[], $4::float8[], $5::boolean[], $6::float8[], $7::int[])
-    WITH ORDINALITY AS t(key, job, at_ms, current_ms, claim, retention_ms, record_limit, n)
+  SELECT * FROM unnest($1::text[], $2::text[], $3::float8[], $4::float8[], $5::boolean[], $6::float8[], $7::int[],
+    $8::boolean[]) WITH ORDINALITY AS t(key, job, at_ms, current_ms, claim, retention_ms, record_limit, running, n)
 )
 SELECT t.n, 'entry' AS kind, NULL::bigint AS total, ${columns}
 FROM t JOIN ${t.occurrences} o ON o.key = t.key AND o.job = t.job
   AND (o.scheduled_at = ${at('t.at_ms')} OR o.scheduled_at = ${at('t.current_ms')}
-    OR (t.claim AND o.deadline IS NOT NULL AND o.state = 'queued'))
+    OR (t.claim AND o.deadline IS NOT NULL AND o.state = 'queued') OR (t.running AND o.state = 'running'))
 UNION ALL
 SELECT t.n, 'oldest', x.total, ${columns.replaceAll('o.', 'x.')}
 FROM t CROSS JOIN LATERAL (
@@ -191,6 +192,7 @@ export async function applyLedgerBatch(
       targets.map((target) => target.operation === 'claimOccurrence'),
       targets.map((target) => target.trim?.retentionMs ?? null),
       targets.map((target) => target.trim?.recordLimit ?? null),
+      targets.map((target) => target.running === true),
     ]);
     const now = Number(rows.find((row) => row.kind === 'clock')!.scheduled_at);
     const views = targets.map((target) => {

@@ -5,13 +5,14 @@
  *
  * | key | type | holds |
  * |---|---|---|
- * | `<prefix>{<key>}:lease` | string, PX | owner of the live lease (a plain acquire's, or a claimed occurrence's unless `allow-all`) |
+ * | `<prefix>{<key>}:lease` | string, PX | owner of the live lease (a plain acquire's, or a claimed occurrence's unless `allow-all` or a `concurrency` above 1) |
  * | `<prefix>{<key>}:token` | string, no expiry | last fencing token issued for the key (acquires and claims, `allow-all` ones too) |
  * | `<prefix>{<key>}:current` | hash | `job`, `at`: the occurrence the live lease was granted to by a claim |
  * | `<prefix>{<key>}:occ:<job>` | hash | `scheduledAt` -> the occurrence's record (JSON): public fields, plus `owner`, `expiresAt` (its lease while `running`, judged against `TIME`), `cancelled`, `queuedUntil`; and `v`, a counter every run ledger write, pause and resume of the job increments (a write made on a read checks it) |
  * | `<prefix>{<key>}:idx:<job>` | sorted set | every recorded occurrence, scored by `scheduledAt`: history order, trimming |
  * | `<prefix>{<key>}:queue:<job>` | sorted set | queued (buffered) occurrences, scored by `scheduledAt`; their deadline is in the record |
  * | `<prefix>{<key>}:succeeded:<job>` | sorted set | occurrences whose record says `success`, scored by `scheduledAt` (`lastCompleted`) |
+ * | `<prefix>{<key>}:running:<job>` | sorted set | occurrences granted to a claim with a `concurrency` above 1 and still `running`, scored by `scheduledAt`: such a claim reads them all |
  * | `<prefix>{<key>}:paused:<job>` | hash | `pausedAt`, `by`, `reason`: the job's pause, while it is paused (`pauseJob`); read by every claim |
  * | `<prefix>{instances}:registry` | hash | instance name -> `<lastSeenAt> <info JSON>`: what each `resil run` registered (`registerInstance`) |
  * | `<prefix>{instances}:registry-expiry` | sorted set | instance names, scored by when they expire (server clock, ms): `listInstances` reads the live ones |
@@ -58,6 +59,10 @@ export class RedisKeys {
     return `${this.prefix}{${key}}:succeeded:${job}`;
   }
 
+  running(key: string, job: string): string {
+    return `${this.prefix}{${key}}:running:${job}`;
+  }
+
   paused(key: string, job: string): string {
     return `${this.prefix}{${key}}:paused:${job}`;
   }
@@ -73,6 +78,7 @@ export class RedisKeys {
       this.queue(key, job),
       this.succeeded(key, job),
       this.paused(key, job),
+      this.running(key, job),
     ];
   }
 

@@ -113,12 +113,12 @@ return { owner, redis.call('GET', KEYS[2]) or '0', redis.call('PTTL', KEYS[1]), 
  * The run ledger's two scripts: a read and a conditional write of one job's ledger on one key (see
  * src/ledger/engine.ts). They decide nothing: the decisions run in the process, between them.
  *
- * KEYS (8 per call, one `{key}` hash tag, see keys.ts): 1 lease, 2 token, 3 current,
+ * KEYS (9 per call, one `{key}` hash tag, see keys.ts): 1 lease, 2 token, 3 current,
  * 4 occurrences (with the job's version counter in its field `v`, which every ledger write, pause
- * and resume of the job increments), 5 index, 6 queue, 7 succeeded, 8 paused.
+ * and resume of the job increments), 5 index, 6 queue, 7 succeeded, 8 paused, 9 running.
  *
- * The read's ARGV: job, the decision it is for ('claim', 'renew' or 'finish': a claim reads the
- * queue and the pause), retention ms, record limit (0 for none: then it reads nothing a trim
+ * The read's ARGV: job, the decision it is for ('claim', 'claim-running', 'renew' or 'finish': a
+ * claim reads the queue and the pause, a 'claim-running' the running occurrences too), retention ms, record limit (0 for none: then it reads nothing a trim
  * needs), the number of occurrences asked about, then those (as '%d' strings). It replies { now, the lease's owner or
  * false, its PTTL, the job's current occurrence or false, 1 when paused (a claim's read), the record count (with a
  * trim), the oldest occurrences (with a trim: those past the retention, and one more than the
@@ -147,7 +147,8 @@ local function serverNow()
 end
 
 local function readView(KEYS, ARGV, now)
-  local job, claim, trim = ARGV[1], ARGV[2] == 'claim', ARGV[4] ~= '0'
+  local job, trim = ARGV[1], ARGV[4] ~= '0'
+  local claim, running = ARGV[2] == 'claim' or ARGV[2] == 'claim-running', ARGV[2] == 'claim-running'
   local owner = redis.call('GET', KEYS[1])
   local pttl = owner and redis.call('PTTL', KEYS[1]) or -2
   local current = redis.call('HMGET', KEYS[3], 'job', 'at')
@@ -157,6 +158,8 @@ local function readView(KEYS, ARGV, now)
     paused = redis.call('EXISTS', KEYS[8])
     queue = redis.call('ZRANGE', KEYS[6], 0, 999)
   end
+  local runs = {}
+  if running then runs = redis.call('ZRANGE', KEYS[9], 0, 999) end
   local total, oldest = 0, {}
   if trim then
     total = redis.call('ZCARD', KEYS[5])
@@ -178,6 +181,7 @@ local function readView(KEYS, ARGV, now)
   for i = 6, 5 + asked do want(ARGV[i]) end
   want(currentAt)
   for _, field in ipairs(queue) do want(field) end
+  for _, field in ipairs(runs) do want(field) end
   for _, field in ipairs(oldest) do want(field) end
   local records = redis.call('HMGET', KEYS[4], 'v', unpack(fields))
   local counter = table.remove(records, 1)
@@ -211,9 +215,9 @@ return view
  * its owner, its ttl ms, '1' when it takes the key's lease, the ttl ms the key's lease is renewed
  * for ('' for none), the key's release channel to release its lease and publish there ('' for none;
  * a channel is not a key: a client's key prefix does not apply), '1' to clear the current occurrence with it,
- * the number of records put, the number dropped, then 5 per put (occurrence, record JSON, '1' when
- * new to the index, queue and succeeded index: '1' add, '-1' remove, '0' leave) and 3 per drop
- * (occurrence, '1' when queued, '1' when succeeded). Writes nothing and replies 0 when the version
+ * the number of records put, the number dropped, then 6 per put (occurrence, record JSON, '1' when
+ * new to the index, queue, succeeded and running index: '1' add, '-1' remove, '0' leave) and 3 per
+ * drop (occurrence, '1' when queued, '1' when succeeded; a drop leaves the running index too). Writes nothing and replies 0 when the version
  * changed; else increments the job's counter and replies the granted occurrence's token (written
  * into its record), or -1.
  *
@@ -250,7 +254,8 @@ for _ = 1, puts do
   if ARGV[p + 2] == '1' then redis.call('ZADD', KEYS[5], field, field) end
   index(KEYS[6], field, ARGV[p + 3])
   index(KEYS[7], field, ARGV[p + 4])
-  p = p + 5
+  index(KEYS[9], field, ARGV[p + 5])
+  p = p + 6
 end
 if renewTtl ~= '' then redis.call('PEXPIRE', KEYS[1], renewTtl) end
 if releaseChannel ~= '' then
@@ -264,6 +269,7 @@ for _ = 1, drops do
   redis.call('ZREM', KEYS[5], field)
   if ARGV[p + 1] == '1' then redis.call('ZREM', KEYS[6], field) end
   if ARGV[p + 2] == '1' then redis.call('ZREM', KEYS[7], field) end
+  redis.call('ZREM', KEYS[9], field)
   p = p + 3
 end
 return token
@@ -411,8 +417,8 @@ export const storeScripts = {
   releaseBatch: new StoreScript(releaseBatchScript, 1),
   inspect: new StoreScript(inspectScript, 2),
   /** The run ledger's read and conditional write, in batch form (one call is a batch of one). */
-  ledgerRead: new StoreScript(batchOf(ledgerReadScript, 8), 8),
-  ledgerWrite: new StoreScript(batchOf(ledgerWriteScript, 8), 8),
+  ledgerRead: new StoreScript(batchOf(ledgerReadScript, 9), 9),
+  ledgerWrite: new StoreScript(batchOf(ledgerWriteScript, 9), 9),
   runHistory: new StoreScript(runHistoryScript, 2),
   lastCompleted: new StoreScript(lastCompletedScript, 1),
   pauseJob: new StoreScript(pauseJobScript, 2),

@@ -16,7 +16,7 @@ import {
   type StoredRunRecord,
 } from '../../ledger/contract.ts';
 import type { LedgerEntry, LedgerView } from '../../ledger/decide.ts';
-import { ledgerTrimOf } from '../../ledger/defaults.ts';
+import { checkConcurrency, ledgerTrimOf } from '../../ledger/defaults.ts';
 import {
   compareAndWrite,
   LedgerEngine,
@@ -65,7 +65,7 @@ type PipelineReplies = Array<[Error | null, unknown]> | null;
  *   on Redis Cluster (see keys.ts for the layout).
  * - Expiry is judged by Redis (`PX`); `now()` is the server's clock (`TIME`), and so is every
  *   decision of the run ledger (deadlines, takeovers, retention), which follows `MemoryLockStore`'s.
- * - A claim granted under the key's lease (every overlap policy but `allow-all`) holds the same
+ * - A claim granted under the key's lease (every overlap policy but `allow-all`, with a `concurrency` of 1) holds the same
  *   `{key}:lease` as `acquire`, so plain locks and claims exclude each other and `inspect` shows it.
  * - Fencing tokens: `INCR` of a counter that never expires, seeded from the server's `TIME` in
  *   microseconds when missing, so they increase on every acquire, also across a Redis restarted
@@ -307,6 +307,7 @@ export class RedisLockStore implements LockStore, RunLedger, InstanceRegistry {
     if (typeof instance !== 'string') throw new InvalidOptionError('instance', instance, 'a string');
     const ttl = checkTtl(ttlMs);
     checkOverlap('overlap', overlap);
+    checkConcurrency(request);
     if (!(startingDeadlineMs >= 0) || !Number.isFinite(startingDeadlineMs)) {
       throw new InvalidOptionError('startingDeadlineMs', startingDeadlineMs, 'a number of ms >= 0');
     }
@@ -376,6 +377,12 @@ export class RedisLockStore implements LockStore, RunLedger, InstanceRegistry {
         before === undefined ? '1' : '0',
         indexChange(before?.outcome === 'queued', entry.outcome === 'queued'),
         indexChange(before?.outcome === 'success', entry.outcome === 'success'),
+        // Kept for the claims that read it: a running occurrence joins it only from one of them.
+        entry.outcome === 'running'
+          ? before?.outcome !== 'running' && target.running
+            ? '1'
+            : '0'
+          : indexChange(before?.outcome === 'running', false),
       );
     }
     for (const entry of changes.drop) {
@@ -738,7 +745,9 @@ function readArguments(target: ReadTarget): Argument[] {
   return [
     target.job,
     target.operation === 'claimOccurrence'
-      ? 'claim'
+      ? target.running
+        ? 'claim-running'
+        : 'claim'
       : target.operation === 'renewOccurrence'
         ? 'renew'
         : 'finish',
@@ -798,4 +807,5 @@ function checkLease(lease: OccurrenceLease): void {
   checkEpochMs(scheduledAt, 'lease.scheduledAt');
   checkOwner(owner, 'lease.owner');
   checkOverlap('lease.overlap', overlap);
+  checkConcurrency(lease, 'lease.concurrency');
 }

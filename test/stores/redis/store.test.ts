@@ -441,7 +441,8 @@ describe.skipIf(privateRedisUnavailableReason())('RedisLockStore on a private Re
           : args[1] === storeScripts.ledgerWrite.sha
             ? 'write'
             : args[0];
-      const calls = (commands: string[][]) => commands.map((args) => [script(args), Number(args[2]) / 8]);
+      const calls = (commands: string[][]) =>
+        commands.map((args) => [script(args), Number(args[2]) / storeScripts.ledgerRead.numberOfKeys]);
       expect(calls(sent)).toEqual([
         ['read', 100],
         ['read', 100],
