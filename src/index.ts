@@ -92,6 +92,7 @@ export {
 export { isShutdownError, ShutdownError } from './scheduler/errors.ts';
 export type {
   DstPolicy,
+  JobChaosOptions,
   JobContext,
   JobDefinition,
   JobIsolation,
