@@ -7,8 +7,10 @@ import {
   chaosOutcomeStrategy,
   InvalidOptionError,
   isTimeoutRejectedError,
+  type Next,
+  Outcome,
   PipelineBuilder,
-  type ResilienceContext,
+  ResilienceContext,
   ResiliencePipelineBuilder,
   retryStrategy,
   type StrategyFactory,
@@ -272,6 +274,19 @@ describe('chaos: the injection decision', () => {
         });
       expect(outcome.error).toBe(boom);
       expect(called).toBe(false);
+    }
+  });
+
+  it('an execution left alone costs nothing of its own: the strategy returns what the rest of the pipeline does', async () => {
+    const environment = { timeProvider: new FakeTimeProvider(), report: () => {} };
+    const context = new ResilienceContext();
+    const rest = Promise.resolve(Outcome.success('ok'));
+    const next = (() => rest) as Next;
+    for (const factory of [
+      chaosFaultStrategy({ fault: injectedError, injectionRate: 0.5, randomizer: () => 0.5 }),
+      chaosLatencyStrategy({ injectionRate: 1, enabled: false }),
+    ]) {
+      expect(factory.create(environment).execute(() => 'ok', context, next)).toBe(rest);
     }
   });
 

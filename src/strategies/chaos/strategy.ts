@@ -75,17 +75,23 @@ function decisionOf(options: ChaosStrategyOptions, prefix: string): Decide | und
 
 /**
  * A chaos strategy: `inject` for the executions `decide` picks, the rest of the pipeline as it is
- * for the others. An option callback that throws becomes the execution's failure.
+ * for the others. An option callback that throws becomes the execution's failure. An execution left
+ * alone by a plain decision (no generator) costs no promise of its own: chaos may stay in a
+ * production pipeline at a low rate, as Polly intends.
  */
 function chaosStrategy(decide: Decide | undefined, inject: Inject): ResilienceStrategy {
+  if (decide === undefined) return { execute: (callback, context, next) => next(callback, context) };
   return {
-    async execute<T>(callback: Callback<T>, context: ResilienceContext, next: Next) {
+    execute<T>(callback: Callback<T>, context: ResilienceContext, next: Next) {
       try {
-        if (decide && (await decide(context))) return await inject(callback, context, next);
+        const decision = decide(context);
+        if (decision === false) return next(callback, context);
+        return Promise.resolve(decision)
+          .then((injected) => (injected ? inject(callback, context, next) : next(callback, context)))
+          .catch(Outcome.failure<T, unknown>);
       } catch (error) {
-        return Outcome.failure<T>(error);
+        return Promise.resolve(Outcome.failure<T>(error));
       }
-      return next(callback, context);
     },
   };
 }
