@@ -202,7 +202,11 @@ export class JobFirer {
       keepWithinMs: Math.max(job.startingDeadlineMs, job.catchUpMs ?? 0),
     };
     this.#pipeline = this.#build();
-    this.#chaos = chaosPipeline(job.chaos, { timeProvider: environment.time, telemetry: this.#listener() });
+    // Its executions are the attempts, not the job's runs: the config's listener measures the latter only.
+    this.#chaos = chaosPipeline(job.chaos, {
+      timeProvider: environment.time,
+      telemetry: this.#listener({ executions: false }),
+    });
   }
 
   /** Runs the occurrence `scheduledAt` through the job's pipeline. Never throws. */
@@ -573,7 +577,10 @@ export class JobFirer {
   #build(): ResiliencePipeline<unknown> {
     const job = this.job;
     const { time, store, ledger } = this.#environment;
-    let builder = new PipelineBuilder<unknown>({ timeProvider: time, telemetry: this.#listener() });
+    let builder = new PipelineBuilder<unknown>({
+      timeProvider: time,
+      telemetry: this.#listener({ executions: true }),
+    });
     if (job.lock !== false && ledger !== undefined) {
       builder = builder.add(
         occurrenceLeaseStrategy({
@@ -609,10 +616,13 @@ export class JobFirer {
     return builder.build();
   }
 
-  /** The telemetry listener of the job's pipelines: scheduler events, and the config's listener. */
-  #listener(): TelemetryListener {
+  /**
+   * The telemetry listener of the job's pipelines: scheduler events, and the config's listener (with
+   * its `onPipelineExecuted` when `executions`).
+   */
+  #listener(options: { executions: boolean }): TelemetryListener {
     const own = (event: TelemetryEvent) => this.#telemetry(event);
-    return this.job.telemetry === undefined ? own : alongside(own, this.job.telemetry);
+    return this.job.telemetry === undefined ? own : alongside(own, this.job.telemetry, options);
   }
 
   /** Pipeline telemetry as scheduler events: retries, lost leases, store errors and chaos injections. */
@@ -702,14 +712,21 @@ export class JobFirer {
   }
 }
 
-/** The scheduler's own listener, then the config's for the job (with its `onPipelineExecuted`). */
-function alongside(own: (event: TelemetryEvent) => void, configured: TelemetryListener): TelemetryListener {
+/**
+ * The scheduler's own listener, then the config's for the job (with its `onPipelineExecuted` when
+ * `executions`).
+ */
+function alongside(
+  own: (event: TelemetryEvent) => void,
+  configured: TelemetryListener,
+  options: { executions: boolean },
+): TelemetryListener {
   const both = (event: TelemetryEvent) => {
     own(event);
     configured(event);
   };
   const { onPipelineExecuted } = configured;
-  return onPipelineExecuted === undefined
+  return onPipelineExecuted === undefined || !options.executions
     ? both
     : Object.assign(both, { onPipelineExecuted: onPipelineExecuted.bind(configured) });
 }

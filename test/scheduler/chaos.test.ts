@@ -1,4 +1,9 @@
-import { isTimeoutRejectedError, MemoryLockStore, type TelemetryEvent } from 'resil';
+import {
+  isTimeoutRejectedError,
+  MemoryLockStore,
+  type PipelineExecutedEvent,
+  type TelemetryEvent,
+} from 'resil';
 import {
   type ConfigError,
   createScheduler,
@@ -127,18 +132,25 @@ describe('a job with chaos', () => {
     expect(steps).toEqual(['behavior', 'run']);
   });
 
-  it("reports each injection to the config's telemetry listener, in the job's context", async () => {
+  it("reports each injection to the config's telemetry listener; its executions are the job's runs, not the attempts", async () => {
     const telemetry: TelemetryEvent[] = [];
+    const executions: PipelineExecutedEvent[] = [];
+    const listener = Object.assign((event: TelemetryEvent) => void telemetry.push(event), {
+      onPipelineExecuted: (event: PipelineExecutedEvent) => void executions.push(event),
+    });
     const { scheduler, events } = setup(
-      { chaos: { fault: { injectionRate: 1, fault: injected } } },
-      { telemetry: { pipelineListener: () => (event) => telemetry.push(event) } },
+      { retry: { maxRetryAttempts: 1, delay: 0 }, chaos: { fault: { injectionRate: 1, fault: injected } } },
+      { telemetry: { pipelineListener: () => listener } },
     );
     await scheduler.start();
     await scheduler.trigger('sync');
     await scheduler.stop();
     expect(telemetry.map((event) => [event.event, event.strategy])).toEqual([
       ['Chaos.OnFault', 'chaos-fault'],
+      ['OnRetry', 'retry'],
+      ['Chaos.OnFault', 'chaos-fault'],
     ]);
+    expect(executions.map((execution) => execution.outcome.error)).toEqual([injected]);
     // Not mistaken for a store error by the scheduler's own events.
     expect(events.some((event) => event.type === 'store-error')).toBe(false);
   });
