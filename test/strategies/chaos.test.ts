@@ -247,7 +247,9 @@ describe('chaos: the injection decision', () => {
       .build();
     const { error } = await pipeline.settle(() => 'ok');
     expect(error).toBeInstanceOf(InvalidOptionError);
-    expect((error as InvalidOptionError).option).toBe('chaosFault.injectionRateGenerator()');
+    expect((error as InvalidOptionError).message).toBe(
+      'Invalid option chaosFault.injectionRateGenerator(): expected a number (clamped to 0..1), got NaN.',
+    );
   });
 
   it('an enabledGenerator, injectionRateGenerator or randomizer that throws fails the execution, callback not run', async () => {

@@ -61,12 +61,13 @@ function decisionOf(options: ChaosStrategyOptions, prefix: string): Decide | und
     let rate = injectionRate;
     if (injectionRateGenerator) {
       rate = await injectionRateGenerator({ context });
-      // Out of 0..1 is clamped, as in Polly (random() is in [0, 1)); NaN would silently mean never.
+      // A rate out of 0..1 acts as clamped, as in Polly (random() is in [0, 1)); NaN would
+      // silently mean never.
       checkOption(
         `${prefix}.injectionRateGenerator()`,
         rate,
         typeof rate === 'number' && !Number.isNaN(rate),
-        'a number from 0 to 1',
+        'a number (clamped to 0..1)',
       );
     }
     return random() < rate;
