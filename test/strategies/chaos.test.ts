@@ -47,35 +47,40 @@ let behaved = false;
 /** Each chaos strategy, made with the common options, and how to tell an execution it injected into. */
 const kinds: Array<{
   name: string;
-  factory: (common: ChaosStrategyOptions) => StrategyFactory<never>;
+  /** Makes the strategy with `common` and `onInjected` as its own callback (`onFaultInjected`, ...). */
+  factory: (common: ChaosStrategyOptions, onInjected: () => void) => StrategyFactory<never>;
   event: string;
   /** Runs one execution; true when it was injected into. */
   injected: (outcome: { ok: boolean; value?: unknown; error?: unknown }, called: boolean) => boolean;
 }> = [
   {
     name: 'fault',
-    factory: (common) => chaosFaultStrategy({ ...common, fault: injectedError }),
+    factory: (common, onInjected) =>
+      chaosFaultStrategy({ ...common, fault: injectedError, onFaultInjected: onInjected }),
     event: 'Chaos.OnFault',
     injected: (outcome, called) => !called && !outcome.ok && outcome.error === injectedError,
   },
   {
     name: 'latency',
     // 0 < latency: the executions injected into wait, the others do not (checked by their clock).
-    factory: (common) => chaosLatencyStrategy({ ...common, latency: 10 }),
+    factory: (common, onInjected) =>
+      chaosLatencyStrategy({ ...common, latency: 10, onLatencyInjected: onInjected }),
     event: 'Chaos.OnLatency',
     injected: (outcome, called) => called && outcome.ok && outcome.value === 'delayed',
   },
   {
     name: 'outcome',
-    factory: (common) => chaosOutcomeStrategy({ ...common, outcomeGenerator: () => 'injected' }),
+    factory: (common, onInjected) =>
+      chaosOutcomeStrategy({ ...common, outcomeGenerator: () => 'injected', onOutcomeInjected: onInjected }),
     event: 'Chaos.OnOutcome',
     injected: (outcome, called) => !called && outcome.ok && outcome.value === 'injected',
   },
   {
     name: 'behavior',
-    factory: (common) =>
+    factory: (common, onInjected) =>
       chaosBehaviorStrategy({
         ...common,
+        onBehaviorInjected: onInjected,
         behaviorGenerator: () => {
           behaved = true;
         },
@@ -98,11 +103,15 @@ async function injections(
 ) {
   const time = new FakeTimeProvider();
   const events: TelemetryEvent[] = [];
+  let noticed = 0;
   const pipeline = new PipelineBuilder({ timeProvider: time, telemetry: (event) => events.push(event) })
-    .add(kind.factory(common))
+    .add(kind.factory(common, () => void noticed++))
     .build();
   let injected = 0;
+  /** Executions whose own callback (`onFaultInjected`, ...) and injection disagree: called without one, or not called with one. */
+  let mismatches = 0;
   for (let index = 0; index < count; index++) {
+    noticed = 0;
     let called = false;
     let settled = false;
     behaved = false;
@@ -125,9 +134,11 @@ async function injections(
     } else {
       outcome = await pending;
     }
-    if (kind.injected(outcome, called)) injected++;
+    const wasInjected = kind.injected(outcome, called);
+    if (wasInjected) injected++;
+    if (noticed !== (wasInjected ? 1 : 0)) mismatches++;
   }
-  return { injected, events, time };
+  return { injected, mismatches, events, time };
 }
 
 describe('chaos defaults (Polly v8)', () => {
@@ -164,15 +175,17 @@ describe('chaos defaults (Polly v8)', () => {
 });
 
 describe.each(kinds)('chaos $name', (kind) => {
-  it('injects into 0.3 ± 0.02 of 10,000 executions at injectionRate 0.3, and reports each one', async () => {
-    const { injected, events } = await injections(
+  it('injects into 0.3 ± 0.02 of 10,000 executions at injectionRate 0.3; callback and event on each injection only', async () => {
+    const { injected, mismatches, events } = await injections(
       kind,
       { injectionRate: 0.3, randomizer: mulberry32(42) },
       10_000,
     );
     expect(injected / 10_000).toBeGreaterThanOrEqual(0.28);
     expect(injected / 10_000).toBeLessThanOrEqual(0.32);
-    // One event per injection, none for the executions left alone.
+    // The strategy's own callback once per injection, never for the executions left alone; and one
+    // telemetry event per injection.
+    expect(mismatches).toBe(0);
     expect(events).toHaveLength(injected);
     expect(events.every((event) => event.event === kind.event)).toBe(true);
     expect(events[0]!.strategy).toBe(`chaos-${kind.name}`);
