@@ -44,7 +44,7 @@ export interface FaultGeneratorArguments {
 export interface OnFaultInjectedArguments {
   readonly context: ResilienceContext;
   /** The injected error. */
-  readonly fault: unknown;
+  readonly fault: Error;
 }
 
 /**
