@@ -95,6 +95,7 @@ export {
 export { isShutdownError, ShutdownError } from './scheduler/errors.ts';
 export type {
   DstPolicy,
+  JobChaosOptions,
   JobContext,
   JobDefinition,
   JobIsolation,
@@ -104,6 +105,30 @@ export type {
   ResilConfig,
   SchedulerTelemetry,
 } from './scheduler/job.ts';
+export { chaosDefaults } from './strategies/chaos/defaults.ts';
+export type {
+  BehaviorGeneratorArguments,
+  ChaosBehaviorStrategyOptions,
+  ChaosFaultStrategyOptions,
+  ChaosLatencyStrategyOptions,
+  ChaosOutcomeStrategyOptions,
+  ChaosStrategyOptions,
+  EnabledGeneratorArguments,
+  FaultGeneratorArguments,
+  InjectionRateGeneratorArguments,
+  LatencyGeneratorArguments,
+  OnBehaviorInjectedArguments,
+  OnFaultInjectedArguments,
+  OnLatencyInjectedArguments,
+  OnOutcomeInjectedArguments,
+  OutcomeGeneratorArguments,
+} from './strategies/chaos/options.ts';
+export {
+  chaosBehaviorStrategy,
+  chaosFaultStrategy,
+  chaosLatencyStrategy,
+  chaosOutcomeStrategy,
+} from './strategies/chaos/strategy.ts';
 export { circuitBreakerDefaults } from './strategies/circuit-breaker/defaults.ts';
 export {
   BrokenCircuitError,

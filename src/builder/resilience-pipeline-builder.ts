@@ -1,6 +1,18 @@
 import type { Duration } from '../pipeline/duration.ts';
 import { PipelineBuilder } from '../pipeline/pipeline-builder.ts';
 import type { StrategyFactory } from '../pipeline/strategy.ts';
+import type {
+  ChaosBehaviorStrategyOptions,
+  ChaosFaultStrategyOptions,
+  ChaosLatencyStrategyOptions,
+  ChaosOutcomeStrategyOptions,
+} from '../strategies/chaos/options.ts';
+import {
+  chaosBehaviorStrategy,
+  chaosFaultStrategy,
+  chaosLatencyStrategy,
+  chaosOutcomeStrategy,
+} from '../strategies/chaos/strategy.ts';
 import type { BrokenCircuitError, IsolatedCircuitError } from '../strategies/circuit-breaker/errors.ts';
 import type { CircuitBreakerStrategyOptions } from '../strategies/circuit-breaker/options.ts';
 import { circuitBreakerStrategy } from '../strategies/circuit-breaker/strategy.ts';
@@ -123,5 +135,107 @@ export class ResiliencePipelineBuilder<E = never> extends PipelineBuilder<E> {
     options: TimeoutStrategyOptions | Duration,
   ): ResiliencePipelineBuilder<E | TimeoutRejectedError> {
     return this.add(timeoutStrategy(options));
+  }
+
+  /**
+   * Adds a chaos fault: a share (`injectionRate`, default 0.001) of executions fail with `fault`
+   * instead of running the rest of the pipeline. `addChaosFault(0.1, error)` is short for
+   * `addChaosFault({ injectionRate: 0.1, fault: error })`, and with a function for `faultGenerator`,
+   * as Polly's `AddChaosFault(injectionRate, ...)`. Add it last (innermost). See `chaosFaultStrategy`.
+   *
+   * @example
+   * builder.addRetry().addChaosFault({ injectionRate: 0.1, fault: new Error('injected by chaos') })
+   */
+  addChaosFault(options: ChaosFaultStrategyOptions): ResiliencePipelineBuilder<E>;
+  addChaosFault(
+    injectionRate: number,
+    fault: Error | NonNullable<ChaosFaultStrategyOptions['faultGenerator']>,
+  ): ResiliencePipelineBuilder<E>;
+  addChaosFault(
+    options: ChaosFaultStrategyOptions | number,
+    fault?: Error | ChaosFaultStrategyOptions['faultGenerator'],
+  ): ResiliencePipelineBuilder<E> {
+    return this.add(
+      chaosFaultStrategy(
+        typeof options === 'number'
+          ? typeof fault === 'function'
+            ? { injectionRate: options, faultGenerator: fault }
+            : { injectionRate: options, fault }
+          : options,
+      ),
+    );
+  }
+
+  /**
+   * Adds a chaos latency: a share (`injectionRate`, default 0.001) of executions wait `latency`
+   * (default 30 s) before the rest of the pipeline runs. `addChaosLatency(0.1, '5s')` is short for
+   * `addChaosLatency({ injectionRate: 0.1, latency: '5s' })`. See `chaosLatencyStrategy`.
+   *
+   * @example
+   * builder.addTimeout('2s').addChaosLatency({ injectionRate: 0.05, latency: '5s' })
+   */
+  addChaosLatency(options?: ChaosLatencyStrategyOptions): ResiliencePipelineBuilder<E>;
+  addChaosLatency(injectionRate: number, latency: Duration): ResiliencePipelineBuilder<E>;
+  addChaosLatency(
+    options?: ChaosLatencyStrategyOptions | number,
+    latency?: Duration,
+  ): ResiliencePipelineBuilder<E> {
+    return this.add(
+      chaosLatencyStrategy(typeof options === 'number' ? { injectionRate: options, latency } : options),
+    );
+  }
+
+  /**
+   * Adds a chaos outcome: a share (`injectionRate`, default 0.001) of executions return
+   * `outcomeGenerator`'s value (or fail with what it throws) instead of running the rest of the
+   * pipeline. `addChaosOutcome(0.1, generator)` is short for
+   * `addChaosOutcome({ injectionRate: 0.1, outcomeGenerator: generator })`. See `chaosOutcomeStrategy`.
+   *
+   * @example
+   * builder.addChaosOutcome({ injectionRate: 0.1, outcomeGenerator: () => ({ status: 503 }) })
+   */
+  addChaosOutcome<R>(options: ChaosOutcomeStrategyOptions<R>): ResiliencePipelineBuilder<E>;
+  addChaosOutcome<R>(
+    injectionRate: number,
+    outcomeGenerator: ChaosOutcomeStrategyOptions<R>['outcomeGenerator'],
+  ): ResiliencePipelineBuilder<E>;
+  addChaosOutcome<R>(
+    options: ChaosOutcomeStrategyOptions<R> | number,
+    outcomeGenerator?: ChaosOutcomeStrategyOptions<R>['outcomeGenerator'],
+  ): ResiliencePipelineBuilder<E> {
+    return this.add(
+      chaosOutcomeStrategy(
+        typeof options === 'number'
+          ? { injectionRate: options, outcomeGenerator: outcomeGenerator! }
+          : options,
+      ),
+    );
+  }
+
+  /**
+   * Adds a chaos behavior: a share (`injectionRate`, default 0.001) of executions first run
+   * `behaviorGenerator` (a side effect), then the rest of the pipeline. `addChaosBehavior(0.01, fn)`
+   * is short for `addChaosBehavior({ injectionRate: 0.01, behaviorGenerator: fn })`. See
+   * `chaosBehaviorStrategy`.
+   *
+   * @example
+   * builder.addChaosBehavior({ injectionRate: 0.01, behaviorGenerator: () => cache.clear() })
+   */
+  addChaosBehavior(options: ChaosBehaviorStrategyOptions): ResiliencePipelineBuilder<E>;
+  addChaosBehavior(
+    injectionRate: number,
+    behaviorGenerator: ChaosBehaviorStrategyOptions['behaviorGenerator'],
+  ): ResiliencePipelineBuilder<E>;
+  addChaosBehavior(
+    options: ChaosBehaviorStrategyOptions | number,
+    behaviorGenerator?: ChaosBehaviorStrategyOptions['behaviorGenerator'],
+  ): ResiliencePipelineBuilder<E> {
+    return this.add(
+      chaosBehaviorStrategy(
+        typeof options === 'number'
+          ? { injectionRate: options, behaviorGenerator: behaviorGenerator! }
+          : options,
+      ),
+    );
   }
 }

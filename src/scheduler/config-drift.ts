@@ -2,7 +2,8 @@ import { hash } from 'node:crypto';
 import type { InstanceRegistry } from '../ledger/contract.ts';
 import { durationMs } from '../pipeline/duration.ts';
 import type { RetryStrategyOptions } from '../strategies/retry/options.ts';
-import type { JobLogger, ResolvedJob } from './job.ts';
+import type { JobChaosOptions, JobLogger, ResolvedJob } from './job.ts';
+import { chaosKinds } from './option-names.ts';
 
 /** A field's value in a job's definition, as JSON carries it. */
 export type DefinitionValue =
@@ -18,7 +19,9 @@ export type JobDefinition = Readonly<Record<string, DefinitionValue>>;
 /**
  * What every instance of a fleet must agree on for a job to fire the same way everywhere, read
  * from the job as the config resolved it. A new option that changes when or how a job fires is
- * one line here; its name is the field's name in `drift`.
+ * one line here; its name is the field's name in `drift`. A field read as `undefined` is left out
+ * of the definition: an option added later counts only for the jobs that use it, so the
+ * fingerprints of the others stay those of the release before it.
  */
 const definitionFields: Readonly<Record<string, (job: ResolvedJob) => DefinitionValue | undefined>> = {
   schedule: (job) => job.schedule,
@@ -32,7 +35,29 @@ const definitionFields: Readonly<Record<string, (job: ResolvedJob) => Definition
   lockTtlMs: (job) => (job.lock === false ? null : job.lock.ttlMs),
   timeoutMs: (job) => job.timeoutMs ?? null,
   retry: (job) => retryDefinitionOf(job.retry),
+  chaos: (job) => chaosDefinitionOf(job.chaos),
 };
+
+/**
+ * The chaos options that are data, per strategy the job has (`latency` in ms); undefined when it
+ * has none. `fault` and the generators are values and callbacks that cannot be compared across processes.
+ */
+function chaosDefinitionOf(chaos: JobChaosOptions | undefined): DefinitionValue | undefined {
+  if (chaos === undefined) return undefined;
+  const definition: Record<string, DefinitionValue> = {};
+  for (const kind of chaosKinds) {
+    const options = chaos[kind];
+    if (options === undefined) continue;
+    definition[kind] = {
+      injectionRate: options.injectionRate ?? null,
+      enabled: options.enabled ?? null,
+      ...(kind === 'latency'
+        ? { latencyMs: chaos.latency?.latency === undefined ? null : durationMs(chaos.latency.latency) }
+        : {}),
+    };
+  }
+  return Object.keys(definition).length === 0 ? undefined : definition;
+}
 
 /** The retry options that are data (callbacks cannot be compared across processes), durations in ms. */
 function retryDefinitionOf(retry: false | RetryStrategyOptions): DefinitionValue {

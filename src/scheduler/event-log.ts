@@ -3,14 +3,16 @@ import { isShutdownError } from './errors.ts';
 import type { SchedulerEvent, SchedulerListener } from './events.ts';
 import type { SchedulerLogger } from './fire.ts';
 
+const injectedWhat = { fault: 'a fault', latency: 'latency', outcome: 'an outcome', behavior: 'a behavior' };
+
 function round(ms: number): number {
   return Math.round(ms * 10) / 10;
 }
 
 /**
  * The scheduler's events as log lines: one line per fire (job, scheduledAt, outcome, reason, token,
- * attempt, durationMs, lateMs, kind, takeover), plus warnings for retries, timeouts, lost leases
- * and store errors, and the job's start at debug. `resil run` and `resil jobs run` subscribe it.
+ * attempt, durationMs, lateMs, kind, takeover), plus warnings for retries, timeouts, lost leases,
+ * store errors and chaos injections, and the job's start at debug. `resil run` and `resil jobs run` subscribe it.
  *
  * @example
  * scheduler.on(logSchedulerEvents(logger));
@@ -52,6 +54,16 @@ export function logSchedulerEvents(logger: SchedulerLogger): SchedulerListener {
           'the run finished but the run ledger could not record it: another instance may run it again once its lease expires',
         );
         return;
+      case 'chaos-injected': {
+        const fields: Record<string, unknown> = { scheduledAt, attempt: event.attempt, chaos: event.chaos };
+        if (event.latencyMs !== undefined) fields.latencyMs = event.latencyMs;
+        if (event.error !== undefined) fields.err = event.error;
+        log.warn(
+          fields,
+          `chaos: injected ${injectedWhat[event.chaos]} into this attempt (the job's chaos option)`,
+        );
+        return;
+      }
       case 'stray-error':
         log.warn(
           { scheduledAt, origin: event.origin, err: event.error },

@@ -92,7 +92,22 @@ export interface FinishFailedEvent extends OccurrenceEventBase {
   readonly error: unknown;
 }
 
-/** Everything the scheduler tells its subscribers (log lines, metrics, a dashboard). */
+/**
+ * One of the job's chaos strategies (its `chaos` option) injected into an attempt: the attempt's
+ * outcome, told as any other, may come from it rather than from the job's own code.
+ */
+export interface ChaosInjectedEvent extends OccurrenceEventBase {
+  readonly type: 'chaos-injected';
+  /** The attempt injected into (1 for the first). */
+  readonly attempt: number;
+  /** The strategy that injected: `'fault'`, `'latency'`, `'outcome'` or `'behavior'`. */
+  readonly chaos: 'fault' | 'latency' | 'outcome' | 'behavior';
+  /** The injected delay, for `'latency'`. */
+  readonly latencyMs?: number;
+  /** The injected error: the fault, or the error of an injected outcome. */
+  readonly error?: unknown;
+}
+
 /**
  * An error escaped a job's code after the attempt it came from had ended (a rejection or a throw
  * from a timer the job left behind): the recorded outcome stands; this reports it.
@@ -103,6 +118,7 @@ export interface StrayErrorEvent extends OccurrenceEventBase {
   readonly error: unknown;
 }
 
+/** Everything the scheduler tells its subscribers (log lines, metrics, a dashboard). */
 export type SchedulerEvent =
   | StartedEvent
   | FinishedEvent
@@ -112,7 +128,8 @@ export type SchedulerEvent =
   | LockLostEvent
   | StoreErrorEvent
   | FinishFailedEvent
-  | StrayErrorEvent;
+  | StrayErrorEvent
+  | ChaosInjectedEvent;
 
 export type SchedulerListener = (event: SchedulerEvent) => void;
 

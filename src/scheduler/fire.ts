@@ -25,8 +25,9 @@ import { isTimeoutRejectedError } from '../strategies/timeout/errors.ts';
 import { timeoutStrategy } from '../strategies/timeout/strategy.ts';
 import type { ClaimSlots } from './claim-slots.ts';
 import { OccurrenceContainment } from './containment.ts';
-import type { FireKind, SchedulerEvent } from './events.ts';
+import type { ChaosInjectedEvent, FireKind, SchedulerEvent } from './events.ts';
 import type { JobContext, JobLogger, ResolvedJob } from './job.ts';
+import { chaosPipeline } from './job-chaos.ts';
 import { jitterOf } from './occurrence.ts';
 import { OCCURRENCE_GRANT, type OccurrenceGrant, occurrenceLeaseStrategy } from './occurrence-lease.ts';
 import { onAbortShared } from './shared-abort.ts';
@@ -177,6 +178,14 @@ const triggers: Record<FireKind, RunTrigger> = {
 const storeResetMessage =
   'not run: the store lost the record of this occurrence while another instance ran it (a restart without persistence?)';
 
+/** The chaos strategies' telemetry events, and the `chaos-injected` event's `chaos` for each. */
+const chaosKindOf: Readonly<Record<string, ChaosInjectedEvent['chaos']>> = {
+  'Chaos.OnFault': 'fault',
+  'Chaos.OnLatency': 'latency',
+  'Chaos.OnOutcome': 'outcome',
+  'Chaos.OnBehavior': 'behavior',
+};
+
 /** The occurrence an execution runs, for the telemetry listener. */
 const FIRE_STATE = new ResiliencePropertyKey<FireState>('resil.fireState');
 
@@ -191,6 +200,8 @@ export class JobFirer {
   readonly job: ResolvedJob;
   readonly #environment: FireEnvironment;
   readonly #pipeline: ResiliencePipeline<unknown>;
+  /** The job's chaos strategies, run around each call of `run` inside the attempt; undefined for none. */
+  readonly #chaos: ResiliencePipeline<unknown> | undefined;
   readonly #logger: SchedulerLogger;
   /** Runs in progress on this instance (for `lock: false`, the only overlap guard there is, up to `concurrency`). */
   #running = 0;
@@ -210,6 +221,11 @@ export class JobFirer {
       keepWithinMs: Math.max(job.startingDeadlineMs, job.catchUpMs ?? 0),
     };
     this.#pipeline = this.#build();
+    // Its executions are the attempts, not the job's runs: the config's listener measures the latter only.
+    this.#chaos = chaosPipeline(job.chaos, {
+      timeProvider: environment.time,
+      telemetry: this.#listener({ executions: false }),
+    });
   }
 
   /** Runs the occurrence `scheduledAt` through the job's pipeline. Never throws. */
@@ -535,8 +551,19 @@ export class JobFirer {
       },
       token,
     };
-    const running = contained.run(() =>
-      this.job.isolation === 'worker' ? this.#runInWorker(ctx) : this.job.run(ctx),
+    const run = () => (this.job.isolation === 'worker' ? this.#runInWorker(ctx) : this.job.run(ctx));
+    const chaos = this.#chaos;
+    // The chaos strategies run inside the attempt: an injected fault is an attempt that failed (counted,
+    // retried, recorded), an injected latency waits on the attempt's signal.
+    const running = contained.run(
+      chaos === undefined
+        ? run
+        : () =>
+            chaos.execute(run, {
+              signal,
+              operationKey: context.operationKey,
+              properties: context.properties,
+            }),
     );
     // Told the moment the signal aborts, not when the job settles: a job that ignores its signal
     // may never settle, and the timeout strategy reports only after it does.
@@ -584,10 +611,9 @@ export class JobFirer {
   #build(): ResiliencePipeline<unknown> {
     const job = this.job;
     const { time, store, ledger } = this.#environment;
-    const own = (event: TelemetryEvent) => this.#telemetry(event);
     let builder = new PipelineBuilder<unknown>({
       timeProvider: time,
-      telemetry: job.telemetry === undefined ? own : alongside(own, job.telemetry),
+      telemetry: this.#listener({ executions: true }),
     });
     if (job.lock !== false && ledger !== undefined) {
       builder = builder.add(
@@ -624,7 +650,16 @@ export class JobFirer {
     return builder.build();
   }
 
-  /** Pipeline telemetry as scheduler events: retries, lost leases and store errors. */
+  /**
+   * The telemetry listener of the job's pipelines: scheduler events, and the config's listener (with
+   * its `onPipelineExecuted` when `executions`).
+   */
+  #listener(options: { executions: boolean }): TelemetryListener {
+    const own = (event: TelemetryEvent) => this.#telemetry(event);
+    return this.job.telemetry === undefined ? own : alongside(own, this.job.telemetry, options);
+  }
+
+  /** Pipeline telemetry as scheduler events: retries, lost leases, store errors and chaos injections. */
   #telemetry(event: TelemetryEvent): void {
     const state = event.context.properties.get(FIRE_STATE);
     if (state === undefined) return;
@@ -646,6 +681,21 @@ export class JobFirer {
       });
     } else if (event.event === 'OnLockLost') {
       this.#environment.emit({ ...base, type: 'lock-lost', key: args.key ?? '' });
+    } else if (Object.hasOwn(chaosKindOf, event.event)) {
+      const { fault, latency, outcome } = event.args as {
+        fault?: unknown;
+        latency?: number;
+        outcome?: Outcome<unknown, unknown>;
+      };
+      const error = fault ?? (outcome?.ok === false ? outcome.error : undefined);
+      this.#environment.emit({
+        ...base,
+        type: 'chaos-injected',
+        attempt: state.attempts,
+        chaos: chaosKindOf[event.event]!,
+        ...(latency === undefined ? {} : { latencyMs: latency }),
+        ...(error === undefined ? {} : { error }),
+      });
     } else if (args.error !== undefined) {
       this.#environment.emit({ ...base, type: 'store-error', error: args.error });
     }
@@ -696,14 +746,21 @@ export class JobFirer {
   }
 }
 
-/** The scheduler's own listener, then the config's for the job (with its `onPipelineExecuted`). */
-function alongside(own: (event: TelemetryEvent) => void, configured: TelemetryListener): TelemetryListener {
+/**
+ * The scheduler's own listener, then the config's for the job (with its `onPipelineExecuted` when
+ * `executions`).
+ */
+function alongside(
+  own: (event: TelemetryEvent) => void,
+  configured: TelemetryListener,
+  options: { executions: boolean },
+): TelemetryListener {
   const both = (event: TelemetryEvent) => {
     own(event);
     configured(event);
   };
   const { onPipelineExecuted } = configured;
-  return onPipelineExecuted === undefined
+  return onPipelineExecuted === undefined || !options.executions
     ? both
     : Object.assign(both, { onPipelineExecuted: onPipelineExecuted.bind(configured) });
 }

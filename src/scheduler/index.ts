@@ -13,6 +13,7 @@ export {
 export { isShutdownError, isUnknownJobError, ShutdownError, UnknownJobError } from './errors.ts';
 export { logSchedulerEvents } from './event-log.ts';
 export type {
+  ChaosInjectedEvent,
   FinishedEvent,
   FinishFailedEvent,
   FireKind,
@@ -30,6 +31,7 @@ export type {
 export type { FireResult, SchedulerLogger, SkipReason } from './fire.ts';
 export type {
   DstPolicy,
+  JobChaosOptions,
   JobContext,
   JobDefinition,
   JobIsolation,

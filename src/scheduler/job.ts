@@ -1,6 +1,12 @@
 import type { OverlapPolicy } from '../ledger/contract.ts';
 import type { Duration } from '../pipeline/duration.ts';
 import type { TelemetryListener } from '../pipeline/strategy.ts';
+import type {
+  ChaosBehaviorStrategyOptions,
+  ChaosFaultStrategyOptions,
+  ChaosLatencyStrategyOptions,
+  ChaosOutcomeStrategyOptions,
+} from '../strategies/chaos/options.ts';
 import type { LockStore } from '../strategies/lock/store.ts';
 import type { RetryStrategyOptions } from '../strategies/retry/options.ts';
 import type { FinishedEvent, SchedulerEvent, SkippedEvent } from './events.ts';
@@ -55,6 +61,16 @@ export interface JobDefinition {
   timeout?: Duration | false;
   /** Retry options (Polly v8 names), or `false`. Defaults to no retry. */
   retry?: false | RetryStrategyOptions;
+  /**
+   * Chaos strategies (Polly v8's, see docs/strategies/chaos.md) between the retry and `run(ctx)`,
+   * to rehearse a failing job in staging: each key adds one strategy with those options. An injected
+   * fault, outcome or latency is an attempt of the job as the others are, so `timeout` and `retry`
+   * see it and the run ledger records it. `false` or none: no chaos. Defaults to none.
+   *
+   * @example
+   * defineJob({ name: 'sync', schedule: '0 * * * *', retry: {}, chaos: { fault: { injectionRate: 0.5, fault: new Error('chaos') } }, run });
+   */
+  chaos?: false | JobChaosOptions;
   /** `false` to keep the job in the config without scheduling it. Defaults to true. */
   enabled?: boolean;
   /**
@@ -133,6 +149,21 @@ export interface JobDefinition {
    * shutdown, store-reset; not `already-done`, which another instance decided). Defaults to the config's `onSkip`.
    */
   onSkip?: JobHook<SkippedEvent>;
+}
+
+/**
+ * A job's chaos strategies, each with the options of its strategy; they run outermost first in this
+ * order: latency, fault, outcome, behavior (Polly's usual order), the job's `run` innermost.
+ */
+export interface JobChaosOptions {
+  /** `chaosFaultStrategy` options: an injected attempt fails with `fault` without calling `run`. */
+  fault?: ChaosFaultStrategyOptions;
+  /** `chaosLatencyStrategy` options: an injected attempt waits `latency` (aborted with `ctx.signal`), then calls `run`. */
+  latency?: ChaosLatencyStrategyOptions;
+  /** `chaosOutcomeStrategy` options: an injected attempt ends with `outcomeGenerator`'s value or error without calling `run`. */
+  outcome?: ChaosOutcomeStrategyOptions;
+  /** `chaosBehaviorStrategy` options: an injected attempt runs `behaviorGenerator`, then `run`. */
+  behavior?: ChaosBehaviorStrategyOptions;
 }
 
 /** What a fixed local time does on the day the spring-forward gap skips it: see `JobDefinition.dst`. */
@@ -220,6 +251,8 @@ export interface ResolvedJob {
   readonly lock: false | { readonly key: string; readonly ttlMs: number; readonly waitMs: number };
   readonly timeoutMs: number | undefined;
   readonly retry: false | RetryStrategyOptions;
+  /** The job's chaos strategies' options; undefined (or none of the four) for none. */
+  readonly chaos?: JobChaosOptions | undefined;
   readonly enabled: boolean;
   readonly catchUpMs: number | undefined;
   readonly startingDeadlineMs: number;

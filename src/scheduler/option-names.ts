@@ -1,6 +1,14 @@
+import type {
+  ChaosBehaviorStrategyOptions,
+  ChaosFaultStrategyOptions,
+  ChaosLatencyStrategyOptions,
+  ChaosOutcomeStrategyOptions,
+  ChaosStrategyOptions,
+} from '../strategies/chaos/options.ts';
 import type { RetryStrategyOptions } from '../strategies/retry/options.ts';
 import type {
   DstPolicy,
+  JobChaosOptions,
   JobDefinition,
   JobIsolation,
   JobLockOptions,
@@ -41,6 +49,7 @@ export const jobOptions = optionNames<JobDefinition>()([
   'lock',
   'timeout',
   'retry',
+  'chaos',
   'enabled',
   'catchUp',
   'startingDeadline',
@@ -72,6 +81,41 @@ export const retryOptions = optionNames<RetryStrategyOptions>()([
   'onRetry',
   'randomizer',
 ]);
+
+/** A job's `chaos` keys: in the order their strategies run, outermost first. */
+export const chaosKinds = optionNames<JobChaosOptions>()(['latency', 'fault', 'outcome', 'behavior']);
+const commonChaosOptions = optionNames<ChaosStrategyOptions>()([
+  'injectionRate',
+  'injectionRateGenerator',
+  'enabled',
+  'enabledGenerator',
+  'randomizer',
+]);
+/** The options of each chaos strategy, by its key in a job's `chaos`. */
+export const chaosOptions = {
+  fault: optionNames<ChaosFaultStrategyOptions>()([
+    ...commonChaosOptions,
+    'fault',
+    'faultGenerator',
+    'onFaultInjected',
+  ]),
+  latency: optionNames<ChaosLatencyStrategyOptions>()([
+    ...commonChaosOptions,
+    'latency',
+    'latencyGenerator',
+    'onLatencyInjected',
+  ]),
+  outcome: optionNames<ChaosOutcomeStrategyOptions>()([
+    ...commonChaosOptions,
+    'outcomeGenerator',
+    'onOutcomeInjected',
+  ]),
+  behavior: optionNames<ChaosBehaviorStrategyOptions>()([
+    ...commonChaosOptions,
+    'behaviorGenerator',
+    'onBehaviorInjected',
+  ]),
+} as const;
 
 export const telemetryMembers = optionNames<SchedulerTelemetry>()([
   'pipelineListener',

@@ -16,6 +16,7 @@ import type {
   ResolvedJob,
   SchedulerTelemetry,
 } from './job.ts';
+import { jobChaos } from './job-chaos.ts';
 import { configDefaults } from './job-defaults.ts';
 import {
   checkUnknownOptions,
@@ -254,6 +255,8 @@ export function resolveJob(
     }
   }
 
+  const chaos = jobChaos(job.chaos, problem);
+
   if (job.enabled !== undefined && typeof job.enabled !== 'boolean') {
     problem({
       option: 'enabled',
@@ -326,6 +329,7 @@ export function resolveJob(
     lock,
     timeoutMs,
     retry,
+    chaos: chaos === false ? undefined : chaos,
     enabled: job.enabled ?? true,
     catchUpMs,
     startingDeadlineMs: startingDeadlineMs!,

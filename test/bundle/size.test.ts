@@ -11,17 +11,19 @@ import {
 /**
  * Gzipped budgets, in bytes. Each sits a little above the size measured when it was set (2,780,
  * 3,773 and 11,326 bytes: 2.71, 3.68 and 11.06 kB; the execution telemetry, `onPipelineExecuted`,
- * is about 85 bytes of each), so a change that grows a bundle noticeably fails here and has to
- * raise the budget on purpose. The aim for PipelineBuilder + retry is 2 kB (cockatiel's retry:
- * 1.59 kB measured the same way). Every part of that bundle is reachable from the public API; about
- * a quarter of it is option validation with its messages (the duration parser's included), the
- * rest the pipeline, context, outcome, clock, the read side of the ambient context and Polly's
- * retry with its backoff formulas. Without any validation at all it would still be about 2.0 kB.
+ * is about 85 bytes of each; the four chaos strategies and their `addChaos...()` shortcuts took the
+ * full bundle from 11,354 to 12,179 bytes, its budget from 11,375 to 12,200), so a change that
+ * grows a bundle noticeably fails here and has to raise the budget on purpose. The aim for
+ * PipelineBuilder + retry is 2 kB (cockatiel's retry: 1.59 kB measured the same way). Every part of
+ * that bundle is reachable from the public API; about a quarter of it is option validation with its
+ * messages (the duration parser's included), the rest the pipeline, context, outcome, clock, the
+ * read side of the ambient context and Polly's retry with its backoff formulas. Without any
+ * validation at all it would still be about 2.0 kB.
  */
 const budgets = {
   retry: 2_825,
   retryTimeout: 3_825,
-  full: 11_375,
+  full: 12_200,
 } satisfies Record<keyof typeof resilEntries, number>;
 
 const lockOrStore = /\/strategies\/lock\/|\/stores\//;

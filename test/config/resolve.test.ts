@@ -349,7 +349,7 @@ describe('validation', () => {
       }),
     ).toEqual([
       `${file}: option "onFailure": expected a function (event) => ..., got "mail me"`,
-      `${file}: job "a": option "onSucess": unknown option (did you mean "onSuccess"?); known options: name, schedule, run, timezone, lock, timeout, retry, enabled, catchUp, startingDeadline, overlap, concurrency, jitter, isolation, dst, resourceLimits, onSuccess, onFailure, onSkip`,
+      `${file}: job "a": option "onSucess": unknown option (did you mean "onSuccess"?); known options: name, schedule, run, timezone, lock, timeout, retry, chaos, enabled, catchUp, startingDeadline, overlap, concurrency, jitter, isolation, dst, resourceLimits, onSuccess, onFailure, onSkip`,
       `${file}: job "a": option "onSkip": expected a function (event) => ..., got {}`,
     ]);
   });
