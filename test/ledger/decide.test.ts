@@ -421,13 +421,19 @@ describe('decideClaim with concurrency', () => {
     expect(changes.put.map((entry) => entry.scheduledAt)).toEqual([now]);
   });
 
-  it('grants a manual run while fewer than the limit run, and refuses it at the limit', () => {
+  it('grants a manual run while fewer than the limit run; at the limit its policy decides, and force runs it', () => {
     const manual = bounded({ manual: true });
     expect(decideClaim(view({ entries: [two[0]!] }), manual).answer).toMatchObject({ status: 'granted' });
-    expect(decideClaim(view({ entries: two }), manual).answer).toEqual({
-      status: 'skipped',
-      reason: 'overlap',
-    });
+    const refused = decideClaim(view({ entries: two }), manual);
+    expect(refused.answer).toEqual({ status: 'skipped', reason: 'overlap' });
+    // Under skip nothing is recorded: nothing was due.
+    expect(refused.changes.put).toEqual([]);
+    const buffered = decideClaim(view({ entries: two }), bounded({ manual: true, overlap: 'buffer-all' }));
+    expect(buffered.answer).toEqual({ status: 'wait', retryAt: now + 5_000, runningElsewhere: false });
+    expect(buffered.changes.put).toMatchObject([{ scheduledAt: now, outcome: 'queued' }]);
+    const forced = decideClaim(view({ entries: two }), bounded({ manual: true, force: true }));
+    expect(forced.answer).toMatchObject({ status: 'granted', scheduledAt: now });
+    expect(forced.changes.grant?.holdsKey).toBe(false);
   });
 });
 
