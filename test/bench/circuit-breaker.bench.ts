@@ -85,9 +85,11 @@ async function sharedBreakerBench(options: BenchOptions, work: () => Promise<num
     .build();
   let server: RedisServer | undefined;
   let client: Redis | undefined;
-  const url =
-    process.env.REDIS_URL ??
-    (commandExists('redis-server') ? (server = await startRedisServer()).url : undefined);
+  let url = process.env.REDIS_URL;
+  if (url === undefined && commandExists('redis-server')) {
+    server = await startRedisServer();
+    url = server.url;
+  }
   try {
     const cases = [
       { name: 'local breaker (no store)', run: () => local.execute(work) },
