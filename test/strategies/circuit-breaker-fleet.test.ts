@@ -122,6 +122,60 @@ describe('fleet-wide circuit breaker (MemoryLockStore, FakeTimeProvider)', () =>
     expect((await fleet2.pipelines[1]!.settle(succeed)).ok).toBe(true);
   });
 
+  it('instances that reach the ratio in the same interval open the circuit once (the store opens it at the generation they saw)', async () => {
+    const time = new FakeTimeProvider();
+    const { store, calls } = countingStore(time);
+    const {
+      pipelines: [a, b, c],
+      events,
+    } = fleetOf(3, time, store, { minimumThroughput: 6 });
+    await time.advance(0);
+    for (const pipeline of [a, b, c]) await pipeline!.settle(fail);
+    await time.advance(sharedCircuitDefaults.syncInterval);
+    // Each has 1 failure synced; 2 more each reach 6 failures of 6 on all three at once.
+    for (const pipeline of [a, b, c]) for (let i = 0; i < 2; i++) await pipeline!.settle(fail);
+    await time.advance(sharedCircuitDefaults.syncInterval * 2);
+    expect(calls.syncs.filter((sync) => sync.transition === 'open').length).toBeGreaterThanOrEqual(1);
+    const reply = await store.syncCircuit('payments', {
+      ...calls.syncs.at(-1)!,
+      successes: 0,
+      failures: 0,
+      transition: undefined,
+    });
+    expect(reply).toMatchObject({ state: 'open', generation: 1, failures: 9 });
+    expect(events.filter((event) => event.event === 'OnCircuitOpened')).toHaveLength(3);
+  });
+
+  it("breakDurationGenerator sets the fleet's break, with the fleet's counts", async () => {
+    const time = new FakeTimeProvider();
+    const { store } = countingStore(time);
+    const seen: Array<{ failureCount: number; failureRate: number }> = [];
+    const {
+      pipelines: [a, b],
+    } = fleetOf(2, time, store, {
+      breakDurationGenerator: ({
+        failureCount,
+        failureRate,
+      }: {
+        failureCount: number;
+        failureRate: number;
+      }) => {
+        seen.push({ failureCount, failureRate });
+        return '8s';
+      },
+    });
+    await time.advance(0);
+    for (let i = 0; i < 2; i++) await b!.settle(succeed);
+    await time.advance(sharedCircuitDefaults.syncInterval);
+    for (let i = 0; i < 2; i++) await a!.settle(fail);
+    await time.advance(sharedCircuitDefaults.syncInterval * 2);
+    expect(seen).toEqual([{ failureCount: 2, failureRate: 0.5 }]);
+    const outcome = await b!.settle(succeed);
+    expect(
+      outcome.ok === false && isBrokenCircuitError(outcome.error) && outcome.error.retryAfter,
+    ).toBeGreaterThan(7_000);
+  });
+
   it('a call on a closed circuit makes no store round trip of its own: one sync per breaker per interval', async () => {
     const time = new FakeTimeProvider();
     const { store, calls } = countingStore(time);

@@ -7,7 +7,7 @@ import { type TimerHandle, withDeadline } from '../../pipeline/time.ts';
 import type { CircuitBehavior } from './behavior.ts';
 import { CircuitController } from './controller.ts';
 import { circuitBreakerDefaults } from './defaults.ts';
-import { BrokenCircuitError } from './errors.ts';
+import { BrokenCircuitError, IsolatedCircuitError } from './errors.ts';
 import type { HealthInfo } from './health-metrics.ts';
 import type { CircuitBreakerStrategyOptions, CircuitState } from './options.ts';
 import {
@@ -119,8 +119,9 @@ let instances = 0;
  * - Calls on a closed circuit count their outcome in memory, nothing more. A timer (the pipeline's
  *   TimeProvider, unref'd) syncs every {@link sharedCircuitDefaults.syncInterval} ms while the
  *   breaker is in use: one round trip adds the counts to the store's and reads the circuit back.
- *   The store opens the circuit when the ratio is reached; an instance that sees the circuit open
- *   (or closed, or isolated) in a reply makes the same transition locally, with its usual events.
+ *   When the fleet's counts reach the ratio, the instance whose sync saw it asks the store to open
+ *   the circuit; an instance that sees the circuit open (or closed, or isolated) in a reply makes
+ *   the same transition locally, with its usual events.
  * - After the break, the first call here that finds it over claims the probe lease in the store:
  *   the one instance that gets it runs the call as the fleet's probe; the others reject. The probe's
  *   outcome goes to the store with the next sync, at once.
@@ -204,11 +205,6 @@ class SharedCircuitController extends CircuitController {
     // Learn the fleet's state before the first call.
     this.#sync();
     this.#schedule(sharedCircuitDefaults.syncInterval);
-  }
-
-  /** True while the fleet's state applies (the store answered the last sync). */
-  get isShared(): boolean {
-    return this.#shared;
   }
 
   override admit(context: ResilienceContext): boolean | ResilienceError {
@@ -295,13 +291,14 @@ class SharedCircuitController extends CircuitController {
       }
       if (claim !== undefined && !claim.claimed) {
         this.#restored();
-        this.#apply(claim, false);
+        if (this.#transition === undefined) this.#apply(claim, false);
         if (this.state === 'closed') return; // closed meanwhile: the call runs as any other
+        this.#claimLost = true;
+        if (this.state === 'isolated') throw new IsolatedCircuitError();
         // Not before the next sync: the probe's outcome comes with one.
         const { syncInterval } = sharedCircuitDefaults;
         const next = this.#environment.timeProvider.monotonic() + syncInterval;
         if (this.#probeAt < next) this.#probeAt = next;
-        this.#claimLost = true;
         throw new BrokenCircuitError(Math.max(1, Math.ceil(claim.retryAfter)));
       }
       if (claim !== undefined) {
@@ -379,7 +376,9 @@ class SharedCircuitController extends CircuitController {
           this.#syncAgain = false;
           this.#sync();
         }
-      });
+      })
+      // A background sync has no caller to fail: nothing it does may become an unhandled rejection.
+      .catch(ignore);
   }
 
   #bounded<T>(work: Promise<T>): Promise<T> {
