@@ -1,6 +1,6 @@
 /**
  * The fleet-wide circuit breaker with real processes: two Node processes (fixtures/
- * shared-circuit-member.ts) share one breaker through Redis or PostgreSQL. Process A's failures
+ * shared-circuit-member.ts) share one breaker through Redis, PostgreSQL or MySQL (MariaDB). Process A's failures
  * open it; B rejects within 1 s without calling its downstream; after the break, of many concurrent
  * calls from both, exactly one reaches a downstream; a Redis stopped mid-way leaves both serving on
  * their own breakers, and they share again when it is back.
@@ -8,8 +8,10 @@
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
+import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { mysqlUrlForTests, uniqueTableName } from '../support/mysql.ts';
 import { databaseUrlForTests, uniqueSchemaName } from '../support/postgres.ts';
 import { waitUntil } from '../support/processes.ts';
 import {
@@ -257,5 +259,33 @@ describe.skipIf(!databaseUrl)('shared circuit breaker on PostgreSQL, two process
     }));
     const { rows } = await pool.query(`SELECT key, state, generation FROM ${schema}.resil_locks_circuits`);
     expect(rows).toEqual([{ key: 'payments', state: 'closed', generation: '2' }]);
+  }, 40_000);
+});
+
+const mysqlUrl = await mysqlUrlForTests();
+
+describe.skipIf(!mysqlUrl)('shared circuit breaker on MySQL, two processes', () => {
+  const table = uniqueTableName('circuit');
+  let pool: mysql.Pool;
+  beforeAll(() => {
+    pool = mysql.createPool({ uri: mysqlUrl!, connectionLimit: 1 });
+  });
+  afterAll(async () => {
+    for (const suffix of ['', '_occurrences', '_pauses', '_fences', '_instances', '_circuits']) {
+      await pool.query(`DROP TABLE IF EXISTS \`${table}${suffix}\``);
+    }
+    await pool.end();
+  });
+
+  it("A's failures open it, B rejects within 1 s without calling its downstream; after the break exactly one of 80 concurrent calls probes", async () => {
+    await opensAndProbesOnce(() => ({ STORE: 'mysql', URL: mysqlUrl!, TABLE: table, KEY: 'payments' }));
+    const [rows] = await pool.query(`SELECT lock_key, state, generation FROM \`${table}_circuits\``);
+    expect(
+      (rows as Array<{ lock_key: Buffer; state: string; generation: number }>).map((row) => ({
+        key: String(row.lock_key),
+        state: row.state,
+        generation: Number(row.generation),
+      })),
+    ).toEqual([{ key: 'payments', state: 'closed', generation: 2 }]);
   }, 40_000);
 });

@@ -1,6 +1,7 @@
 import { InvalidOptionError } from '../../pipeline/errors.ts';
 import { maxIdentifierLength, maxPrefixBytes, mysqlLockStoreDefaults } from './defaults.ts';
 import type { MysqlTableOptions } from './options.ts';
+import { circuitTableSql } from './shared-circuit.ts';
 
 /** The quoted names of the store's tables, ready to put into SQL, and its key prefix. */
 export interface MysqlTables {
@@ -14,6 +15,8 @@ export interface MysqlTables {
   /** The instances table's name, unquoted (to look its columns up). */
   readonly instancesName: string;
   readonly fences: string;
+  /** Shared circuit breakers (`circuitBreaker.store`): one row per breaker key, see shared-circuit.ts. */
+  readonly circuits: string;
   /** Put before every key, job's key, resource and instance name the tables keep. */
   readonly prefix: string;
 }
@@ -62,6 +65,7 @@ export function resolveTables(options: MysqlTableOptions = {}): MysqlTables {
     instances: quoteIdentifier(`${table}_instances`),
     instancesName: `${table}_instances`,
     fences: quoteIdentifier(`${table}_fences`),
+    circuits: quoteIdentifier(`${table}_circuits`),
     prefix: checkPrefix(options.prefix ?? mysqlLockStoreDefaults.prefix),
   };
 }
@@ -146,6 +150,7 @@ export function createStatements(tables: MysqlTables): string[] {
   definitions LONGTEXT,
   PRIMARY KEY (instance)
 ) ${options}`,
+    circuitTableSql(tables.circuits),
   ];
 }
 

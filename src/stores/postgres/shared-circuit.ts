@@ -1,7 +1,7 @@
 /**
  * Shared circuit breakers (`circuitBreaker.store`) in PostgreSQL: one row per breaker key in
  * `<table>_circuits`, created with the store's other tables. A sync and a probe claim are each one
- * statement (one round trip, atomic), judged by the database's clock, and do what `MemoryCircuits`
+ * statement (one round trip, atomic), judged by the database's clock, and do what `applyCircuitSync`
  * (src/ledger/shared-circuit.ts) does: counts and guarded transitions, no decision.
  */
 import { enableSharedCircuits } from '../../strategies/circuit-breaker/fleet.ts';

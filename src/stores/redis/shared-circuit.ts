@@ -1,7 +1,7 @@
 /**
  * Shared circuit breakers (`circuitBreaker.store`) on Redis: one Lua script per operation, so a
  * sync (counts in, a guarded transition, circuit out) and a probe claim are each atomic and one
- * round trip. The script does what `MemoryCircuits` (src/ledger/shared-circuit.ts) does, by the
+ * round trip. The script does what `applyCircuitSync` (src/ledger/shared-circuit.ts) does, by the
  * server's `TIME`; no decision is taken here (the breaker decides when to open).
  *
  * | key | type | holds |

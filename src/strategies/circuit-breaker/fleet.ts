@@ -51,8 +51,8 @@ const ignore = () => {};
 
 /**
  * Makes the circuit breakers built with a `store` share their circuit through it. Each store with
- * the capability (MemoryLockStore, RedisLockStore, PostgresLockStore) calls it when its module
- * loads, so that a pipeline without a store never bundles this file.
+ * the capability (MemoryLockStore, RedisLockStore, PostgresLockStore, MysqlLockStore) calls it when
+ * its module loads, so that a pipeline without a store never bundles this file.
  */
 export function enableSharedCircuits(): void {
   sharedCircuits.controller ??= SharedCircuitController;
@@ -175,7 +175,7 @@ class SharedCircuitController extends CircuitController {
       'circuitBreaker.store',
       store,
       isSharedCircuitStore(store),
-      'a store that shares circuits: MemoryLockStore, RedisLockStore, PostgresLockStore (syncCircuit and claimProbe)',
+      'a store that shares circuits: MemoryLockStore, RedisLockStore, PostgresLockStore, MysqlLockStore (syncCircuit and claimProbe)',
     );
     checkOption('circuitBreaker.key', key, typeof key === 'string' && key.length > 0, 'a non-empty string');
     if (options.consecutiveFailures !== undefined) {

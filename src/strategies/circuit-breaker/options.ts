@@ -104,8 +104,8 @@ export interface CircuitBreakerStrategyOptions {
   stateProvider?: CircuitBreakerStateProvider;
   /**
    * Shares the circuit with every process whose breaker has the same `store` and `key`
-   * (`MemoryLockStore`, `RedisLockStore`, `PostgresLockStore`): their outcomes count towards one
-   * failure ratio, an opening rejects calls everywhere within about a second, one call in the whole
+   * (`MemoryLockStore`, `RedisLockStore`, `PostgresLockStore`, `MysqlLockStore`): their outcomes
+   * count towards one failure ratio, an opening rejects calls everywhere within about a second, one call in the whole
    * fleet probes after the break, and `manualControl` acts on all of them. Calls on a closed circuit
    * make no store round trip: counts and state are synced in the background, every 250 ms per
    * breaker. While the store cannot be reached each process falls back to its own breaker. Not with

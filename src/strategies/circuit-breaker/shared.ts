@@ -57,9 +57,9 @@ export interface CircuitProbeClaim extends SharedCircuitState {
 
 /**
  * What a circuit breaker needs of a store to share its circuit with every instance that uses the
- * same store and key (`MemoryLockStore`, `RedisLockStore`, `PostgresLockStore` have it). Each
- * method is one atomic round trip; `key` is the breaker's `key` option, which the store puts under
- * its own prefix or table.
+ * same store and key (`MemoryLockStore`, `RedisLockStore`, `PostgresLockStore`, `MysqlLockStore`
+ * have it). Each method is atomic (one round trip on Redis and PostgreSQL); `key` is the breaker's
+ * `key` option, which the store puts under its own prefix or table.
  */
 export interface SharedCircuitStore {
   /**
