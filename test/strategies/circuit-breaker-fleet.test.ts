@@ -3,6 +3,7 @@
  * several pipelines built on one store stand for the processes of a fleet. The real-process runs
  * on Redis and PostgreSQL are in test/fleet/shared-circuit.test.ts.
  */
+import { Redis } from 'ioredis';
 import { describe, expect, it, vi } from 'vitest';
 import {
   CircuitBreakerManualControl,
@@ -16,6 +17,7 @@ import {
   ResiliencePipelineBuilder,
   type TelemetryEvent,
 } from '../../src/index.ts';
+import { RedisLockStore } from '../../src/stores/redis/index.ts';
 import { sharedCircuitDefaults } from '../../src/strategies/circuit-breaker/fleet.ts';
 import type { CircuitSync, SharedCircuitStore } from '../../src/strategies/circuit-breaker/shared.ts';
 import { FakeTimeProvider } from '../../src/testing/fake-time-provider.ts';
@@ -347,6 +349,15 @@ describe('fleet-wide circuit breaker (MemoryLockStore, FakeTimeProvider)', () =>
     expect(build({ store: { acquire() {} }, key: 'k' })).toThrow(/circuitBreaker\.store/);
     expect(build({ store })).toThrow(/circuitBreaker\.key/);
     expect(build({ store, key: 'k', consecutiveFailures: 3 })).toThrow(/consecutiveFailures/);
+  });
+
+  it("refuses at build() a key the store cannot keep, with the store's InvalidKeyError", () => {
+    const client = new Redis({ lazyConnect: true });
+    const store = new RedisLockStore(client);
+    const build = () =>
+      new ResiliencePipelineBuilder().addCircuitBreaker({ store, key: 'payments}eu' }).build();
+    expect(build).toThrow(expect.objectContaining({ code: 'INVALID_KEY' }));
+    client.disconnect();
   });
 
   it('pins the sharing defaults', () => {

@@ -178,6 +178,8 @@ class SharedCircuitController extends CircuitController {
       'a store that shares circuits: MemoryLockStore, RedisLockStore, PostgresLockStore, MysqlLockStore (syncCircuit and claimProbe)',
     );
     checkOption('circuitBreaker.key', key, typeof key === 'string' && key.length > 0, 'a non-empty string');
+    // A key the store cannot keep (a `}` on Redis, over 1000 bytes) fails here, not at every sync.
+    (store as { checkKey?: (key: string) => void }).checkKey?.(key!);
     if (options.consecutiveFailures !== undefined) {
       throw new InvalidOptionError(
         'circuitBreaker.consecutiveFailures',
