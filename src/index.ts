@@ -137,6 +137,11 @@ export {
   isIsolatedCircuitError,
 } from './strategies/circuit-breaker/errors.ts';
 export {
+  type OnCircuitStoreRestoredArguments,
+  type OnCircuitStoreUnavailableArguments,
+  sharedCircuitDefaults,
+} from './strategies/circuit-breaker/fleet.ts';
+export {
   CircuitBreakerManualControl,
   CircuitBreakerStateProvider,
 } from './strategies/circuit-breaker/manual-control.ts';
@@ -149,6 +154,15 @@ export type {
   OnCircuitHalfOpenedArguments,
   OnCircuitOpenedArguments,
 } from './strategies/circuit-breaker/options.ts';
+export {
+  type CircuitProbeClaim,
+  type CircuitSync,
+  type CircuitSyncReply,
+  type CircuitTransition,
+  isSharedCircuitStore,
+  type SharedCircuitState,
+  type SharedCircuitStore,
+} from './strategies/circuit-breaker/shared.ts';
 export { circuitBreakerStrategy } from './strategies/circuit-breaker/strategy.ts';
 export { concurrencyLimiterDefaults } from './strategies/concurrency-limiter/defaults.ts';
 export {

@@ -1,3 +1,9 @@
+import type {
+  CircuitProbeClaim,
+  CircuitSync,
+  CircuitSyncReply,
+  SharedCircuitStore,
+} from '../strategies/circuit-breaker/shared.ts';
 import { StaleTokenError } from '../strategies/lock/errors.ts';
 import { MemoryLeaseStore, type MemoryLeaseStoreOptions } from '../strategies/lock/memory-lease-store.ts';
 import {
@@ -28,6 +34,7 @@ import {
   trimmed,
 } from './decide.ts';
 import { checkConcurrency } from './defaults.ts';
+import { MemoryCircuits } from './shared-circuit.ts';
 
 export type MemoryLockStoreOptions = MemoryLeaseStoreOptions;
 
@@ -50,7 +57,10 @@ function ledgerId(key: string, job: string): string {
  * const store = new MemoryLockStore();
  * const pipeline = new ResiliencePipelineBuilder().addLock({ key: () => 'rebuild-cache', store }).build();
  */
-export class MemoryLockStore extends MemoryLeaseStore implements RunLedger, InstanceRegistry {
+export class MemoryLockStore
+  extends MemoryLeaseStore
+  implements RunLedger, InstanceRegistry, SharedCircuitStore
+{
   readonly #jobs = new Map<string, JobLedger>();
   readonly #pauses = new Map<string, JobPause>();
   /** Registered instances and when each expires (store clock). */
@@ -133,6 +143,17 @@ export class MemoryLockStore extends MemoryLeaseStore implements RunLedger, Inst
       else this.#instances.delete(name);
     }
     return live.sort((a, b) => (a.instance < b.instance ? -1 : a.instance > b.instance ? 1 : 0));
+  }
+
+  /** Shared circuit breakers (`circuitBreaker.store`) of this process: see shared-circuit.ts. */
+  readonly #circuits = new MemoryCircuits(this.time);
+
+  async syncCircuit(key: string, sync: CircuitSync): Promise<CircuitSyncReply> {
+    return this.#circuits.sync(key, sync);
+  }
+
+  async claimProbe(key: string, claim: { owner: string; leaseMs: number }): Promise<CircuitProbeClaim> {
+    return this.#circuits.claimProbe(key, claim);
   }
 
   #ledger(key: string, job: string): JobLedger {

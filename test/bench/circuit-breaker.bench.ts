@@ -3,10 +3,20 @@
  * cockatiel 3's circuitBreaker (ConsecutiveBreaker and SamplingBreaker) and opossum 8, measured in
  * the same process. Every breaker is configured like resil's Polly defaults where it can be
  * (10% failures over 30 s, 5 s break).
+ *
+ * Then a breaker shared through a store (`store` + `key`) against the same breaker without one, on
+ * a closed circuit: the shared one counts each outcome for its next background sync and makes no
+ * round trip of its own, so the ratio is its whole per-call cost (target: within 1.5x). Measured on
+ * MemoryLockStore and on Redis (REDIS_URL, else a private redis-server; skipped when neither is
+ * there), whose syncs run every 250 ms during the measurement.
  */
 import { ConsecutiveBreaker, circuitBreaker, handleAll, SamplingBreaker } from 'cockatiel';
+import { Redis } from 'ioredis';
 import CircuitBreaker from 'opossum';
-import { ResiliencePipelineBuilder } from '../../src/index.ts';
+import { MemoryLockStore, ResiliencePipelineBuilder } from '../../src/index.ts';
+import { RedisLockStore } from '../../src/stores/redis/index.ts';
+import { commandExists } from '../support/processes.ts';
+import { type RedisServer, startRedisServer } from '../support/redis.ts';
 import { type BenchOptions, compare } from './harness.ts';
 
 export default async function circuitBreakerBench(options: BenchOptions): Promise<void> {
@@ -57,5 +67,49 @@ export default async function circuitBreakerBench(options: BenchOptions): Promis
   } finally {
     opossum.shutdown();
     opossumDefaultTimeout.shutdown();
+  }
+
+  await sharedBreakerBench(options, work);
+}
+
+async function sharedBreakerBench(options: BenchOptions, work: () => Promise<number>): Promise<void> {
+  const shape = {
+    failureRatio: 0.1,
+    minimumThroughput: 100,
+    samplingDuration: '30s',
+    breakDuration: '5s',
+  } as const;
+  const local = new ResiliencePipelineBuilder().addCircuitBreaker(shape).build();
+  const memory = new ResiliencePipelineBuilder()
+    .addCircuitBreaker({ ...shape, store: new MemoryLockStore(), key: 'bench' })
+    .build();
+  let server: RedisServer | undefined;
+  let client: Redis | undefined;
+  let url = process.env.REDIS_URL;
+  if (url === undefined && commandExists('redis-server')) {
+    server = await startRedisServer();
+    url = server.url;
+  }
+  try {
+    const cases = [
+      { name: 'local breaker (no store)', run: () => local.execute(work) },
+      { name: 'shared breaker, MemoryLockStore', run: () => memory.execute(work) },
+    ];
+    if (url !== undefined) {
+      client = new Redis(url);
+      const store = new RedisLockStore(client, { prefix: `bench-circuit-${process.pid}:` });
+      const redis = new ResiliencePipelineBuilder()
+        .addCircuitBreaker({ ...shape, store, key: 'bench' })
+        .build();
+      await redis.execute(work); // the first sync, so that the measurement starts shared
+      cases.push({ name: 'shared breaker, RedisLockStore', run: () => redis.execute(work) });
+    }
+    await compare('closed circuit breaker with a store vs without, per call, success path', cases, {
+      ...options,
+      baseline: 'local breaker (no store)',
+    });
+  } finally {
+    client?.disconnect();
+    await server?.stop();
   }
 }

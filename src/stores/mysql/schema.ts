@@ -1,6 +1,7 @@
 import { InvalidOptionError } from '../../pipeline/errors.ts';
 import { maxIdentifierLength, maxPrefixBytes, mysqlLockStoreDefaults } from './defaults.ts';
 import type { MysqlTableOptions } from './options.ts';
+import { circuitTableSql } from './shared-circuit.ts';
 
 /** The quoted names of the store's tables, ready to put into SQL, and its key prefix. */
 export interface MysqlTables {
@@ -16,6 +17,8 @@ export interface MysqlTables {
   /** The occurrences table's name, unquoted (to look its columns up). */
   readonly occurrencesName: string;
   readonly fences: string;
+  /** Shared circuit breakers (`circuitBreaker.store`): one row per breaker key, see shared-circuit.ts. */
+  readonly circuits: string;
   /** Put before every key, job's key, resource and instance name the tables keep. */
   readonly prefix: string;
 }
@@ -65,6 +68,7 @@ export function resolveTables(options: MysqlTableOptions = {}): MysqlTables {
     instancesName: `${table}_instances`,
     occurrencesName: `${table}_occurrences`,
     fences: quoteIdentifier(`${table}_fences`),
+    circuits: quoteIdentifier(`${table}_circuits`),
     prefix: checkPrefix(options.prefix ?? mysqlLockStoreDefaults.prefix),
   };
 }
@@ -152,6 +156,7 @@ export function createStatements(tables: MysqlTables): string[] {
   definitions LONGTEXT,
   PRIMARY KEY (instance)
 ) ${options}`,
+    circuitTableSql(tables.circuits),
   ];
 }
 

@@ -18,6 +18,12 @@ import { type Applied, LedgerEngine } from '../../ledger/engine.ts';
 import { parseDuration } from '../../pipeline/duration.ts';
 import { InvalidOptionError } from '../../pipeline/errors.ts';
 import { withDeadline } from '../../pipeline/time.ts';
+import type {
+  CircuitProbeClaim,
+  CircuitSync,
+  CircuitSyncReply,
+  SharedCircuitStore,
+} from '../../strategies/circuit-breaker/shared.ts';
 import { isStoreSetupError, StaleTokenError, type StoreSetupError } from '../../strategies/lock/errors.ts';
 import type { LeaseInfo, LockStore } from '../../strategies/lock/store.ts';
 import { CallBatches } from '../call-batches.ts';
@@ -44,6 +50,12 @@ import {
   resolveTables,
   upgradeStatements,
 } from './schema.ts';
+import {
+  type CircuitStatements,
+  circuitStatements,
+  claimMysqlProbe,
+  syncMysqlCircuit,
+} from './shared-circuit.ts';
 
 // Each lease statement runs alone in autocommit, and reads the clock as UTC_TIMESTAMP (nowMs):
 // the instant the statement started, one value everywhere in it, so the expiry check and the new
@@ -134,7 +146,7 @@ type Numeric = number | string;
  * const store = new MysqlLockStore(pool, { table: 'ops_locks' });
  * const pipeline = new ResiliencePipelineBuilder().addLock({ key: () => 'nightly-report', store }).build();
  */
-export class MysqlLockStore implements LockStore, RunLedger, InstanceRegistry {
+export class MysqlLockStore implements LockStore, RunLedger, InstanceRegistry, SharedCircuitStore {
   readonly storeName = 'MysqlLockStore';
   readonly #pool: Pool;
   readonly #tables: MysqlTables;
@@ -431,6 +443,34 @@ export class MysqlLockStore implements LockStore, RunLedger, InstanceRegistry {
   async ensureTables(): Promise<void> {
     await this.#bounded('ensureTables', () => this.#createTables());
   }
+
+  /** A sync of a shared circuit breaker (`circuitBreaker.store`): see shared-circuit.ts. */
+  async syncCircuit(key: string, sync: CircuitSync): Promise<CircuitSyncReply> {
+    const circuitKey = this.#key('key', key);
+    return this.#inCircuit('syncCircuit', (connection, expired) =>
+      syncMysqlCircuit(connection, this.#circuitSql, circuitKey, sync, expired),
+    );
+  }
+
+  /** The probe lease of a shared circuit breaker: see shared-circuit.ts. */
+  async claimProbe(key: string, claim: { owner: string; leaseMs: number }): Promise<CircuitProbeClaim> {
+    const circuitKey = this.#key('key', key);
+    return this.#inCircuit('claimProbe', (connection, expired) =>
+      claimMysqlProbe(connection, this.#circuitSql, circuitKey, claim, expired),
+    );
+  }
+
+  #inCircuit<T>(operation: string, use: (connection: PoolConnection, expired: () => boolean) => Promise<T>) {
+    return this.#bounded(operation, (expired) =>
+      this.#withTables(() => this.#withConnection(expired, (connection) => use(connection, expired))),
+    );
+  }
+
+  get #circuitSql(): CircuitStatements {
+    this.#circuitStatements ??= circuitStatements(this.#tables.circuits);
+    return this.#circuitStatements;
+  }
+  #circuitStatements: CircuitStatements | undefined;
 
   /** `value` checked as a key the tables can keep, with the store's prefix. */
   #key(option: string, value: unknown): string {

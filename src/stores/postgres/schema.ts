@@ -1,6 +1,7 @@
 import { InvalidOptionError } from '../../pipeline/errors.ts';
 import { maxIdentifierBytes, postgresLockStoreDefaults } from './defaults.ts';
 import type { PostgresTableOptions } from './options.ts';
+import { circuitTableSql } from './shared-circuit.ts';
 
 /** The quoted, schema-qualified names of the store's tables and functions, ready to put into SQL. */
 export interface PostgresTables {
@@ -12,6 +13,8 @@ export interface PostgresTables {
   readonly pauses: string;
   /** The fleet's instances (`registerInstance`): one row per instance, live until its `expires_at`. */
   readonly instances: string;
+  /** Shared circuit breakers (`circuitBreaker.store`): one row per breaker key, see shared-circuit.ts. */
+  readonly circuits: string;
   /** Unqualified: an index is created in its table's schema. */
   readonly queueIndex: string;
   /** Serializes concurrent set-ups of these tables (`pg_advisory_xact_lock` key). */
@@ -66,6 +69,7 @@ export function resolveTables(options: PostgresTableOptions = {}): PostgresTable
     fences: qualify(`${table}_fences`),
     pauses: qualify(`${table}_pauses`),
     instances: qualify(`${table}_instances`),
+    circuits: qualify(`${table}_circuits`),
     queueIndex: quoteIdentifier(`${table}_queue_idx`),
     setupLockKey: String(stableHash(`${schema ?? ''}.${table}`)),
     releaseChannel: `resil_released_${BigInt.asUintN(63, stableHash(`released:${schema ?? ''}.${table}`)).toString(16)}`,
@@ -181,6 +185,7 @@ END $$`,
   THEN ALTER TABLE ${tables.occurrences} ADD COLUMN run_trigger text, ADD COLUMN actor text, ADD COLUMN trigger_reason text;
   END IF;
 END $$`,
+    circuitTableSql(tables.circuits),
   ];
 }
 

@@ -19,6 +19,12 @@ import { type Applied, LedgerEngine } from '../../ledger/engine.ts';
 import { parseDuration } from '../../pipeline/duration.ts';
 import { InvalidOptionError } from '../../pipeline/errors.ts';
 import { withDeadline } from '../../pipeline/time.ts';
+import type {
+  CircuitProbeClaim,
+  CircuitSync,
+  CircuitSyncReply,
+  SharedCircuitStore,
+} from '../../strategies/circuit-breaker/shared.ts';
 import { isStoreSetupError, StaleTokenError, type StoreSetupError } from '../../strategies/lock/errors.ts';
 import type { LeaseInfo, LockStore } from '../../strategies/lock/store.ts';
 import { CallBatches } from '../call-batches.ts';
@@ -45,6 +51,13 @@ import {
   toMs,
   toWholeMs,
 } from './schema.ts';
+import {
+  type CircuitStatements,
+  circuitStatements,
+  claimPostgresProbe,
+  type QueryCircuit,
+  syncPostgresCircuit,
+} from './shared-circuit.ts';
 
 const msInterval = (parameter: string) => `${parameter}::float8 * interval '1 millisecond'`;
 
@@ -162,7 +175,7 @@ function isPool(pool: Pool): boolean {
  * const store = new PostgresLockStore(pool, { schema: 'ops' });
  * const pipeline = new ResiliencePipelineBuilder().addLock({ key: () => 'nightly-report', store }).build();
  */
-export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry {
+export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry, SharedCircuitStore {
   readonly storeName = 'PostgresLockStore';
   readonly #pool: Pool;
 
@@ -450,6 +463,23 @@ export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry
       ...(row.definitions === null ? {} : { definitions: row.definitions }),
     }));
   }
+
+  /** A sync of a shared circuit breaker (`circuitBreaker.store`): see shared-circuit.ts. */
+  async syncCircuit(key: string, sync: CircuitSync): Promise<CircuitSyncReply> {
+    return syncPostgresCircuit(this.#circuitQuery, this.#circuitSql, checkStoredKey('key', key), sync);
+  }
+
+  /** The probe lease of a shared circuit breaker: see shared-circuit.ts. */
+  async claimProbe(key: string, claim: { owner: string; leaseMs: number }): Promise<CircuitProbeClaim> {
+    return claimPostgresProbe(this.#circuitQuery, this.#circuitSql, checkStoredKey('key', key), claim);
+  }
+
+  readonly #circuitQuery: QueryCircuit = (operation, text, values) => this.#query(operation, text, values);
+  get #circuitSql(): CircuitStatements {
+    this.#circuitStatements ??= circuitStatements(this.#tables.circuits);
+    return this.#circuitStatements;
+  }
+  #circuitStatements: CircuitStatements | undefined;
 
   /**
    * Creates the tables if they are missing. Operations do this on their own on first use (unless

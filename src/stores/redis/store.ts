@@ -28,6 +28,12 @@ import {
 import { ledgerEntryOf, type StoredLedgerEntry, storedEntryOf } from '../../ledger/stored-entry.ts';
 import { parseDuration } from '../../pipeline/duration.ts';
 import { InvalidOptionError } from '../../pipeline/errors.ts';
+import type {
+  CircuitProbeClaim,
+  CircuitSync,
+  CircuitSyncReply,
+  SharedCircuitStore,
+} from '../../strategies/circuit-breaker/shared.ts';
 import { InvalidKeyError, StaleTokenError, StoreUnavailableError } from '../../strategies/lock/errors.ts';
 import { type LeaseInfo, type LockStore, storeKeyByteLimit } from '../../strategies/lock/store.ts';
 import { CallBatches } from '../call-batches.ts';
@@ -47,6 +53,7 @@ import { keySlot, LeaseBatches } from './lease-batches.ts';
 import type { FencedSetOptions, RedisLockStoreOptions } from './options.ts';
 import { ReleaseNotifications } from './release-notifications.ts';
 import { isNoScriptError, runScript, type ScriptRunner, type StoreScript, storeScripts } from './scripts.ts';
+import { claimRedisProbe, type RunCircuitScript, syncRedisCircuit } from './shared-circuit.ts';
 
 type Client = (Redis | Cluster) & ScriptRunner<Promise<unknown>> & ConnectionStatus;
 type Argument = string | Buffer | number;
@@ -87,7 +94,7 @@ type PipelineReplies = Array<[Error | null, unknown]> | null;
  * const store = new RedisLockStore(new Redis(process.env.REDIS_URL), { prefix: 'billing:' });
  * const pipeline = new ResiliencePipelineBuilder().addLock({ key: () => 'nightly-report', store }).build();
  */
-export class RedisLockStore implements LockStore, RunLedger, InstanceRegistry {
+export class RedisLockStore implements LockStore, RunLedger, InstanceRegistry, SharedCircuitStore {
   readonly storeName = 'RedisLockStore';
   /** The client the store sends through (the one you passed). */
   readonly client: Redis | Cluster;
@@ -178,6 +185,18 @@ export class RedisLockStore implements LockStore, RunLedger, InstanceRegistry {
         (target, version, changes) => this.#writeLedger(target, version, changes),
       ),
     });
+  }
+
+  /** A sync of a shared circuit breaker (`circuitBreaker.store`): see shared-circuit.ts. */
+  async syncCircuit(key: string, sync: CircuitSync): Promise<CircuitSyncReply> {
+    const run: RunCircuitScript = (script, args) => this.#script('syncCircuit', key, script, args);
+    return syncRedisCircuit(run, this.prefix, checkKey(key), sync);
+  }
+
+  /** The probe lease of a shared circuit breaker: see shared-circuit.ts. */
+  async claimProbe(key: string, claim: { owner: string; leaseMs: number }): Promise<CircuitProbeClaim> {
+    const run: RunCircuitScript = (script, args) => this.#script('claimProbe', key, script, args);
+    return claimRedisProbe(run, this.prefix, checkKey(key), claim);
   }
 
   /**

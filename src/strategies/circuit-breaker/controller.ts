@@ -109,12 +109,12 @@ export class CircuitController {
     const state = this.#state;
     if (!handled) {
       this.#behavior.onUnhandledOutcome(state);
-      return state === 'half-open' ? this.#close(outcome, false, context) : undefined;
+      return state === 'half-open' ? this.shut(outcome, false, context) : undefined;
     }
     this.#lastHandledOutcome = outcome;
     const shouldBreak = this.#behavior.onHandledOutcome(state);
     return state === 'half-open' || (state === 'closed' && shouldBreak)
-      ? this.#open(outcome, context)
+      ? this.open(outcome, context)
       : undefined;
   }
 
@@ -144,11 +144,18 @@ export class CircuitController {
 
   /** Closes the circuit and resets its statistics. */
   close(context: ResilienceContext): Promise<void> {
-    return this.#close(undefined, true, context) ?? Promise.resolve();
+    return this.shut(undefined, true, context) ?? Promise.resolve();
   }
 
-  #open(outcome: Outcome<unknown, unknown>, context: ResilienceContext): Promise<void> | undefined {
-    const breakDuration = this.#generatedBreakDuration(context);
+  /**
+   * @internal Opens the circuit for `breakDuration` (by default the generated one). Public, like
+   * {@link shut} and {@link breakFor}, for the fleet-wide controller that extends this one.
+   */
+  open(
+    outcome: Outcome<unknown, unknown> | undefined,
+    context: ResilienceContext,
+    breakDuration = this.breakFor(context),
+  ): Promise<void> | undefined {
     this.#blockedUntil = this.#environment.timeProvider.monotonic() + breakDuration;
     this.#state = 'open';
     const args: OnCircuitOpenedArguments = { context, outcome, breakDuration, isManual: false };
@@ -156,7 +163,8 @@ export class CircuitController {
     return this.#handlers.onOpened ? this.#enqueue(this.#handlers.onOpened, args) : undefined;
   }
 
-  #close(
+  /** @internal Closes the circuit; see {@link open}. */
+  shut(
     outcome: Outcome<unknown, unknown> | undefined,
     isManual: boolean,
     context: ResilienceContext,
@@ -173,7 +181,8 @@ export class CircuitController {
     return this.#handlers.onClosed ? this.#enqueue(this.#handlers.onClosed, args) : undefined;
   }
 
-  #generatedBreakDuration(context: ResilienceContext): number {
+  /** @internal The break duration for an opening now: `breakDurationGenerator`'s, else `breakDuration`. */
+  breakFor(context: ResilienceContext): number {
     const generator = this.#handlers.breakDurationGenerator;
     if (!generator) return this.#breakDuration;
     try {

@@ -2,6 +2,7 @@ import type { ResilienceContext } from '../../pipeline/context.ts';
 import type { Duration } from '../../pipeline/duration.ts';
 import type { Outcome } from '../../pipeline/outcome.ts';
 import type { CircuitBreakerManualControl, CircuitBreakerStateProvider } from './manual-control.ts';
+import type { SharedCircuitStore } from './shared.ts';
 
 /**
  * `closed`: executions flow and outcomes are sampled. `open`: executions are rejected with
@@ -101,4 +102,16 @@ export interface CircuitBreakerStrategyOptions {
   manualControl?: CircuitBreakerManualControl;
   /** Reports the circuit's state. One provider per breaker. */
   stateProvider?: CircuitBreakerStateProvider;
+  /**
+   * Shares the circuit with every process whose breaker has the same `store` and `key`
+   * (`MemoryLockStore`, `RedisLockStore`, `PostgresLockStore`, `MysqlLockStore`): their outcomes
+   * count towards one failure ratio, an opening rejects calls everywhere within about a second, one call in the whole
+   * fleet probes after the break, and `manualControl` acts on all of them. Calls on a closed circuit
+   * make no store round trip: counts and state are synced in the background, every 250 ms per
+   * breaker. While the store cannot be reached each process falls back to its own breaker. Not with
+   * `consecutiveFailures`. Defaults to none: the circuit is this pipeline's own.
+   */
+  store?: SharedCircuitStore;
+  /** The shared circuit's name in `store`; required with `store`. */
+  key?: string;
 }

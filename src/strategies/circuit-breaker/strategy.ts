@@ -18,6 +18,7 @@ import type { BrokenCircuitError, IsolatedCircuitError } from './errors.ts';
 import { createHealthMetrics } from './health-metrics.ts';
 import { attach, CircuitBreakerManualControl, CircuitBreakerStateProvider } from './manual-control.ts';
 import type { CircuitBreakerPredicateArguments, CircuitBreakerStrategyOptions } from './options.ts';
+import { sharedController } from './shared.ts';
 
 /**
  * Stops calling a failing dependency for a while. Polly v8 semantics and defaults: the circuit
@@ -77,12 +78,10 @@ class CircuitBreakerStrategy implements ResilienceStrategy {
       max,
     );
     this.#shouldHandle = options.shouldHandle;
-    this.#controller = new CircuitController(
-      breakDuration,
-      createBehavior(options, environment),
-      options,
-      environment,
-    );
+    // With a store, the fleet-wide controller (fleet.ts), which the store's module brings along.
+    this.#controller = new (
+      options.store === undefined ? CircuitController : sharedController(options.store)
+    )(breakDuration, createBehavior(options, environment), options, environment);
     stateProvider?.[attach](this.#controller);
     manualControl?.[attach](this.#controller);
   }

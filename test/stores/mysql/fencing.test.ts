@@ -25,7 +25,7 @@ describe.skipIf(!mysqlUrl)('withFencedTransaction on MySQL', () => {
     );
   });
   afterAll(async () => {
-    for (const suffix of ['', '_occurrences', '_pauses', '_fences', '_instances', '_reports']) {
+    for (const suffix of ['', '_occurrences', '_pauses', '_fences', '_instances', '_circuits', '_reports']) {
       await pool.query(`DROP TABLE IF EXISTS \`${table}${suffix}\``);
     }
     await pool.end();

@@ -116,6 +116,7 @@ describe.skipIf(!databaseUrl)('PostgresLockStore', () => {
         );
         expect(tables.rows.map((row) => row.table_name)).toEqual([
           'Locks',
+          'Locks_circuits',
           'Locks_fences',
           'Locks_instances',
           'Locks_occurrences',
