@@ -1,5 +1,9 @@
+import type { StrategyEnvironment } from '../pipeline/strategy.ts';
 import { StaleTokenError } from '../strategies/lock/errors.ts';
 import { MemoryLeaseStore, type MemoryLeaseStoreOptions } from '../strategies/lock/memory-lease-store.ts';
+import type { RateLimiter } from '../strategies/rate-limiter/limiter.ts';
+import type { RateLimiterStrategyOptions } from '../strategies/rate-limiter/options.ts';
+import { SharedRateLimiter } from '../strategies/rate-limiter/shared-limiter.ts';
 import {
   type ClaimRequest,
   type ClaimResult,
@@ -26,6 +30,7 @@ import {
   resolvedTrim,
   trimmed,
 } from './decide.ts';
+import { MemoryRateLimitPermits } from './memory-shared-rate-limit.ts';
 
 export type MemoryLockStoreOptions = MemoryLeaseStoreOptions;
 
@@ -128,6 +133,13 @@ export class MemoryLockStore extends MemoryLeaseStore implements RunLedger, Inst
     }
     return live.sort((a, b) => (a.instance < b.instance ? -1 : a.instance > b.instance ? 1 : 0));
   }
+
+  /** A rate limit shared by the pipelines on this store, in this process (see memory-shared-rate-limit.ts). */
+  sharedRateLimiter(options: RateLimiterStrategyOptions, environment: StrategyEnvironment): RateLimiter {
+    this.#rateLimits ??= new MemoryRateLimitPermits(this.time);
+    return new SharedRateLimiter(options, environment, this.#rateLimits);
+  }
+  #rateLimits: MemoryRateLimitPermits | undefined;
 
   #ledger(key: string, job: string): JobLedger {
     const id = ledgerId(key, job);

@@ -1,6 +1,7 @@
 import { InvalidOptionError } from '../../pipeline/errors.ts';
 import { maxIdentifierBytes, postgresLockStoreDefaults } from './defaults.ts';
 import type { PostgresTableOptions } from './options.ts';
+import { rateLimitTableSql } from './shared-rate-limit.ts';
 
 /** The quoted, schema-qualified names of the store's tables and functions, ready to put into SQL. */
 export interface PostgresTables {
@@ -12,6 +13,8 @@ export interface PostgresTables {
   readonly pauses: string;
   /** The fleet's instances (`registerInstance`): one row per instance, live until its `expires_at`. */
   readonly instances: string;
+  /** The rate limiter's shared budgets (shared-rate-limit.ts): one row per limit key. */
+  readonly rateLimits: string;
   /** Unqualified: an index is created in its table's schema. */
   readonly queueIndex: string;
   /** Serializes concurrent set-ups of these tables (`pg_advisory_xact_lock` key). */
@@ -66,6 +69,7 @@ export function resolveTables(options: PostgresTableOptions = {}): PostgresTable
     fences: qualify(`${table}_fences`),
     pauses: qualify(`${table}_pauses`),
     instances: qualify(`${table}_instances`),
+    rateLimits: qualify(`${table}_rate_limits`),
     queueIndex: quoteIdentifier(`${table}_queue_idx`),
     setupLockKey: String(stableHash(`${schema ?? ''}.${table}`)),
     releaseChannel: `resil_released_${BigInt.asUintN(63, stableHash(`released:${schema ?? ''}.${table}`)).toString(16)}`,
@@ -150,6 +154,7 @@ function createStatements(tables: PostgresTables): string[] {
   token bigint NOT NULL,
   fenced_at timestamptz NOT NULL DEFAULT now()
 )`,
+    rateLimitTableSql(tables.rateLimits),
     `CREATE TABLE IF NOT EXISTS ${tables.instances} (
   instance text PRIMARY KEY,
   host text NOT NULL,
