@@ -1,6 +1,7 @@
 import { InvalidOptionError } from '../../pipeline/errors.ts';
 import { maxIdentifierLength, maxPrefixBytes, mysqlLockStoreDefaults } from './defaults.ts';
 import type { MysqlTableOptions } from './options.ts';
+import { rateLimitTableSql } from './shared-rate-limit.ts';
 
 /** The quoted names of the store's tables, ready to put into SQL, and its key prefix. */
 export interface MysqlTables {
@@ -14,6 +15,8 @@ export interface MysqlTables {
   /** The instances table's name, unquoted (to look its columns up). */
   readonly instancesName: string;
   readonly fences: string;
+  /** The rate limiter's shared budgets (shared-rate-limit.ts): one row per limit key. */
+  readonly rateLimits: string;
   /** Put before every key, job's key, resource and instance name the tables keep. */
   readonly prefix: string;
 }
@@ -62,6 +65,7 @@ export function resolveTables(options: MysqlTableOptions = {}): MysqlTables {
     instances: quoteIdentifier(`${table}_instances`),
     instancesName: `${table}_instances`,
     fences: quoteIdentifier(`${table}_fences`),
+    rateLimits: quoteIdentifier(`${table}_rate_limits`),
     prefix: checkPrefix(options.prefix ?? mysqlLockStoreDefaults.prefix),
   };
 }
@@ -133,6 +137,7 @@ export function createStatements(tables: MysqlTables): string[] {
   fenced_at_ms BIGINT NOT NULL,
   PRIMARY KEY (resource)
 ) ${options}`,
+    rateLimitTableSql(tables.rateLimits),
     `CREATE TABLE IF NOT EXISTS ${tables.instances} (
   instance VARBINARY(1255) NOT NULL,
   host MEDIUMTEXT NOT NULL,

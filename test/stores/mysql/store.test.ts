@@ -25,7 +25,7 @@ import { freePort, waitUntil } from '../../support/processes.ts';
 
 const mysqlUrl = await mysqlUrlForTests();
 const table = uniqueTableName('store');
-const suffixes = ['', '_occurrences', '_pauses', '_fences', '_instances'];
+const suffixes = ['', '_occurrences', '_pauses', '_fences', '_instances', '_rate_limits'];
 
 let owners = 0;
 /** A claim of `job`'s occurrence `scheduledAt` (on the lease key `job`) by a new owner. */
@@ -250,7 +250,7 @@ describe.skipIf(!mysqlUrl)('MysqlLockStore', () => {
       tablesMade.push(odd);
       const oddStore = new MysqlLockStore(pool, { table: odd });
       expect(await oddStore.acquire('key', 'owner', 30_000)).toBeGreaterThan(0);
-      expect(await tablesNamed(odd)).toHaveLength(5);
+      expect(await tablesNamed(odd)).toHaveLength(suffixes.length);
       const lease = await granted(oddStore, request('odd-job', past(1_000)));
       expect(await oddStore.renewOccurrence(lease, 30_000)).toBe(true);
       await oddStore.finishOccurrence(lease, { outcome: 'success' });
