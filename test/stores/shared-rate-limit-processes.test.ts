@@ -1,14 +1,16 @@
 /**
  * Two real processes (fixtures/shared-rate-limit.ts) share one rate limit of N per window through
- * Redis and through PostgreSQL: together they are granted N, not 2N.
+ * Redis, PostgreSQL and MySQL: together they are granted N, not 2N.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
+import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
+import { mysqlUrlForTests, uniqueTableName } from '../support/mysql.ts';
 import { databaseUrlForTests, uniqueSchemaName } from '../support/postgres.ts';
 import { type SpawnedProcess, spawnProcess } from '../support/processes.ts';
 import { deleteKeys, redisUrlForTests } from '../support/redis.ts';
@@ -16,6 +18,7 @@ import { deleteKeys, redisUrlForTests } from '../support/redis.ts';
 const fixture = fileURLToPath(new URL('./fixtures/shared-rate-limit.ts', import.meta.url));
 const redisUrl = await redisUrlForTests();
 const databaseUrl = await databaseUrlForTests();
+const mysqlUrl = await mysqlUrlForTests();
 
 const limit = 25;
 const callsEach = 2 * limit;
@@ -93,5 +96,20 @@ describe.skipIf(!databaseUrl)('a rate limit shared by two processes through Post
   it(`grants ${limit} in total to two processes making ${callsEach} calls each`, async () => {
     await pool.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
     expectOneBudget(await runTwo({ STORE: 'postgres', DATABASE_URL: databaseUrl!, SCHEMA: schema }));
+  }, 60_000);
+});
+
+describe.skipIf(!mysqlUrl)('a rate limit shared by two processes through MySQL', () => {
+  const table = uniqueTableName('rate_processes');
+  afterAll(async () => {
+    const pool = mysql.createPool({ uri: mysqlUrl, connectionLimit: 1 });
+    for (const suffix of ['', '_occurrences', '_pauses', '_fences', '_instances', '_rate_limits']) {
+      await pool.query(`DROP TABLE IF EXISTS \`${table}${suffix}\``);
+    }
+    await pool.end();
+  });
+
+  it(`grants ${limit} in total to two processes making ${callsEach} calls each`, async () => {
+    expectOneBudget(await runTwo({ STORE: 'mysql', MYSQL_URL: mysqlUrl!, TABLE: table }));
   }, 60_000);
 });
