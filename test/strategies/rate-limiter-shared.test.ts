@@ -51,6 +51,27 @@ describe('shared rate limiter (MemoryLockStore, fake time)', () => {
     expect(sharedRateLimiterDefaults).toEqual({ storeTimeout: 500, localInterval: 1_000 });
   });
 
+  it.each([
+    [{ tokenLimit: 10 }, { burst: 10, intervalMs: 100 }],
+    [
+      { tokenLimit: 10, tokensPerPeriod: 4, replenishmentPeriod: '2s' },
+      { burst: 10, intervalMs: 500 },
+    ],
+    [{ permitLimit: 100 }, { burst: 100, intervalMs: 10 }],
+    [
+      { permitLimit: 6, window: '1m' },
+      { burst: 6, intervalMs: 10_000 },
+    ],
+  ])('maps %o onto the GCRA policy %o', (options, policy) => {
+    const time = new FakeTimeProvider();
+    const environment = { timeProvider: time, report: () => {} };
+    const limiter = new MemoryLockStore({ timeProvider: time }).sharedRateLimiter(
+      { ...options, key: 'k' } as RateLimiterStrategyOptions,
+      environment,
+    );
+    expect((limiter as SharedRateLimiter).policy).toEqual(policy);
+  });
+
   it('token bucket: a burst of tokenLimit, then a token every replenishmentPeriod / tokensPerPeriod', async () => {
     const time = new FakeTimeProvider();
     const store = new MemoryLockStore({ timeProvider: time });

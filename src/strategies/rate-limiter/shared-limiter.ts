@@ -90,13 +90,14 @@ export class SharedRateLimiter implements RateLimiter {
     permits: RateLimitPermits,
   ) {
     const given = options as SharedOptions;
+    const refused = {
+      limiter: 'no limiter with store: a shared limit is made from tokenLimit or permitLimit options',
+      segmentsPerWindow:
+        'no segmentsPerWindow with store: a shared sliding window has no segments, a permit comes back every window / permitLimit',
+    } as const;
     for (const option of ['limiter', 'segmentsPerWindow'] as const) {
       if (given[option] !== undefined) {
-        throw new InvalidOptionError(
-          `rateLimiter.${option}`,
-          given[option],
-          `no ${option} with store: a shared limit is a token bucket or a sliding window made from options, without segments`,
-        );
+        throw new InvalidOptionError(`rateLimiter.${option}`, given[option], refused[option]);
       }
     }
     if (given.queueLimit !== undefined && given.queueLimit !== 0) {
@@ -133,7 +134,7 @@ export class SharedRateLimiter implements RateLimiter {
     this.#permits = permits;
   }
 
-  /** The policy the store applies (for tests and docs). */
+  /** The burst and interval the store applies to `key`'s budget. */
   get policy(): SharedRateLimitPolicy {
     return this.#policy;
   }
