@@ -557,11 +557,15 @@ export class RedisLockStore implements LockStore, RunLedger, InstanceRegistry {
 
   /**
    * A rate limit every process on this Redis shares: the rate limiter strategy's `store` option
-   * (see shared-rate-limit.ts). One script per call, on the server's clock.
+   * (see shared-rate-limit.ts). One script per call, or per batch of the calls issued together,
+   * on the server's clock.
    */
   sharedRateLimiter(options: RateLimiterStrategyOptions, environment: StrategyEnvironment): RateLimiter {
-    return redisSharedRateLimiter(options, environment, this.prefix, checkKey, (key, args) =>
-      this.#script('rateLimit', key, rateLimitScript, args),
+    const client = this.#client;
+    return redisSharedRateLimiter(options, environment, this.prefix, checkKey, (key, redisKeys, argv) =>
+      this.#bounded.run('rateLimit', key, (load) =>
+        runScript(client, rateLimitScript, load, [...redisKeys, ...argv], redisKeys.length),
+      ),
     );
   }
 
