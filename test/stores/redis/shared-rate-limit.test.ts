@@ -1,11 +1,13 @@
-import { Redis } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
 import { ResiliencePipelineBuilder, type TelemetryEvent } from 'resil';
 import { RedisLockStore } from 'resil/redis';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   deleteKeys,
   privateRedisUnavailableReason,
+  type RedisClusterServers,
   redisUrlForTests,
+  startRedisCluster,
   startRedisServer,
 } from '../../support/redis.ts';
 import { describeSharedRateLimitConformance } from '../../support/shared-rate-limit-conformance.ts';
@@ -77,3 +79,24 @@ describe.skipIf(privateRedisUnavailableReason())('RedisLockStore.sharedRateLimit
     }
   });
 });
+
+describe.skipIf(privateRedisUnavailableReason())(
+  'RedisLockStore.sharedRateLimiter on a 3-master Redis Cluster',
+  () => {
+    let servers: RedisClusterServers | undefined;
+    let cluster: Cluster | undefined;
+    beforeAll(async () => {
+      servers = await startRedisCluster({ masters: 3 });
+      cluster = new Cluster(servers.startupNodes);
+    });
+    afterAll(async () => {
+      cluster?.disconnect();
+      await servers?.stop();
+    });
+
+    // Each limit's key is in its own {key} hash tag: one slot per script call, whichever master has it.
+    describeSharedRateLimitConformance('RedisLockStore (Cluster)', {
+      store: (prefix) => new RedisLockStore(cluster!, { prefix }),
+    });
+  },
+);
