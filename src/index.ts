@@ -219,10 +219,19 @@ export type { RateLimitDecision, RateLimiter } from './strategies/rate-limiter/l
 export type {
   OnRateLimiterRejectedArguments,
   RateLimiterStrategyOptions,
+  SharedRateLimiterOptions,
   SlidingWindowRateLimiterOptions,
   StandaloneLimiterOptions,
   TokenBucketRateLimiterOptions,
 } from './strategies/rate-limiter/options.ts';
+export {
+  isSharedRateLimitStore,
+  type OnRateLimiterStoreUnavailableArguments,
+  type RateLimitPermits,
+  type SharedRateLimitPolicy,
+  type SharedRateLimitStore,
+} from './strategies/rate-limiter/shared.ts';
+export { SharedRateLimiter, sharedRateLimiterDefaults } from './strategies/rate-limiter/shared-limiter.ts';
 export { SlidingWindowRateLimiter } from './strategies/rate-limiter/sliding-window.ts';
 export { rateLimiterStrategy } from './strategies/rate-limiter/strategy.ts';
 export { TokenBucketRateLimiter } from './strategies/rate-limiter/token-bucket.ts';

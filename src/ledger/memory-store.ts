@@ -1,3 +1,4 @@
+import type { StrategyEnvironment } from '../pipeline/strategy.ts';
 import type {
   CircuitProbeClaim,
   CircuitSync,
@@ -6,6 +7,9 @@ import type {
 } from '../strategies/circuit-breaker/shared.ts';
 import { StaleTokenError } from '../strategies/lock/errors.ts';
 import { MemoryLeaseStore, type MemoryLeaseStoreOptions } from '../strategies/lock/memory-lease-store.ts';
+import type { RateLimiter } from '../strategies/rate-limiter/limiter.ts';
+import type { RateLimiterStrategyOptions } from '../strategies/rate-limiter/options.ts';
+import { SharedRateLimiter } from '../strategies/rate-limiter/shared-limiter.ts';
 import {
   type ClaimRequest,
   type ClaimResult,
@@ -34,6 +38,7 @@ import {
   trimmed,
 } from './decide.ts';
 import { checkConcurrency } from './defaults.ts';
+import { MemoryRateLimitPermits } from './memory-shared-rate-limit.ts';
 import { MemoryCircuits } from './shared-circuit.ts';
 
 export type MemoryLockStoreOptions = MemoryLeaseStoreOptions;
@@ -155,6 +160,12 @@ export class MemoryLockStore
   async claimProbe(key: string, claim: { owner: string; leaseMs: number }): Promise<CircuitProbeClaim> {
     return this.#circuits.claimProbe(key, claim);
   }
+  /** A rate limit shared by the pipelines on this store, in this process (see memory-shared-rate-limit.ts). */
+  sharedRateLimiter(options: RateLimiterStrategyOptions, environment: StrategyEnvironment): RateLimiter {
+    this.#rateLimits ??= new MemoryRateLimitPermits(this.time);
+    return new SharedRateLimiter(options, environment, this.#rateLimits);
+  }
+  #rateLimits: MemoryRateLimitPermits | undefined;
 
   #ledger(key: string, job: string): JobLedger {
     const id = ledgerId(key, job);

@@ -56,7 +56,15 @@ describe.skipIf(!mysqlUrl)('the resil CLI on a MySQL store', () => {
   }, 200_000);
   afterAll(async () => {
     await Promise.all(runs.map((run) => run.stop()));
-    for (const suffix of ['', '_occurrences', '_pauses', '_fences', '_instances', '_circuits']) {
+    for (const suffix of [
+      '',
+      '_occurrences',
+      '_pauses',
+      '_fences',
+      '_instances',
+      '_circuits',
+      '_rate_limits',
+    ]) {
       await pool?.query(`DROP TABLE IF EXISTS \`${table}${suffix}\``);
     }
     await pool?.end();

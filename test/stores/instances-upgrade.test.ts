@@ -71,7 +71,15 @@ describe.skipIf(!mysqlUrl)('MysqlLockStore on an instances table without definit
       );
       expect(columns).toHaveLength(1);
     } finally {
-      for (const suffix of ['', '_occurrences', '_pauses', '_fences', '_instances', '_circuits']) {
+      for (const suffix of [
+        '',
+        '_occurrences',
+        '_pauses',
+        '_fences',
+        '_instances',
+        '_circuits',
+        '_rate_limits',
+      ]) {
         await pool.query(`DROP TABLE IF EXISTS \`${table}${suffix}\``);
       }
       await pool.end();

@@ -2,6 +2,7 @@ import { InvalidOptionError } from '../../pipeline/errors.ts';
 import { maxIdentifierLength, maxPrefixBytes, mysqlLockStoreDefaults } from './defaults.ts';
 import type { MysqlTableOptions } from './options.ts';
 import { circuitTableSql } from './shared-circuit.ts';
+import { rateLimitTableSql } from './shared-rate-limit.ts';
 
 /** The quoted names of the store's tables, ready to put into SQL, and its key prefix. */
 export interface MysqlTables {
@@ -19,6 +20,8 @@ export interface MysqlTables {
   readonly fences: string;
   /** Shared circuit breakers (`circuitBreaker.store`): one row per breaker key, see shared-circuit.ts. */
   readonly circuits: string;
+  /** The rate limiter's shared budgets (shared-rate-limit.ts): one row per limit key. */
+  readonly rateLimits: string;
   /** Put before every key, job's key, resource and instance name the tables keep. */
   readonly prefix: string;
 }
@@ -69,6 +72,7 @@ export function resolveTables(options: MysqlTableOptions = {}): MysqlTables {
     occurrencesName: `${table}_occurrences`,
     fences: quoteIdentifier(`${table}_fences`),
     circuits: quoteIdentifier(`${table}_circuits`),
+    rateLimits: quoteIdentifier(`${table}_rate_limits`),
     prefix: checkPrefix(options.prefix ?? mysqlLockStoreDefaults.prefix),
   };
 }
@@ -143,6 +147,7 @@ export function createStatements(tables: MysqlTables): string[] {
   fenced_at_ms BIGINT NOT NULL,
   PRIMARY KEY (resource)
 ) ${options}`,
+    rateLimitTableSql(tables.rateLimits),
     `CREATE TABLE IF NOT EXISTS ${tables.instances} (
   instance VARBINARY(1255) NOT NULL,
   host MEDIUMTEXT NOT NULL,

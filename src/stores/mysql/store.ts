@@ -17,6 +17,7 @@ import {
 import { type Applied, LedgerEngine } from '../../ledger/engine.ts';
 import { parseDuration } from '../../pipeline/duration.ts';
 import { InvalidOptionError } from '../../pipeline/errors.ts';
+import type { StrategyEnvironment } from '../../pipeline/strategy.ts';
 import { withDeadline } from '../../pipeline/time.ts';
 import type {
   CircuitProbeClaim,
@@ -26,6 +27,8 @@ import type {
 } from '../../strategies/circuit-breaker/shared.ts';
 import { isStoreSetupError, StaleTokenError, type StoreSetupError } from '../../strategies/lock/errors.ts';
 import type { LeaseInfo, LockStore } from '../../strategies/lock/store.ts';
+import type { RateLimiter } from '../../strategies/rate-limiter/limiter.ts';
+import type { RateLimiterStrategyOptions } from '../../strategies/rate-limiter/options.ts';
 import { CallBatches } from '../call-batches.ts';
 import { shownArgument } from '../credentials.ts';
 import {
@@ -56,6 +59,7 @@ import {
   claimMysqlProbe,
   syncMysqlCircuit,
 } from './shared-circuit.ts';
+import { mysqlSharedRateLimiter } from './shared-rate-limit.ts';
 
 // Each lease statement runs alone in autocommit, and reads the clock as UTC_TIMESTAMP (nowMs):
 // the instant the statement started, one value everywhere in it, so the expiry check and the new
@@ -434,6 +438,20 @@ export class MysqlLockStore implements LockStore, RunLedger, InstanceRegistry, S
       lastSeenAt: Number(row.last_seen_at_ms),
       ...(row.definitions === null ? {} : { definitions: row.definitions }),
     }));
+  }
+
+  /**
+   * A rate limit every process on this database shares: the rate limiter strategy's `store` option
+   * (see shared-rate-limit.ts). One statement per call, on the database's clock.
+   */
+  sharedRateLimiter(options: RateLimiterStrategyOptions, environment: StrategyEnvironment): RateLimiter {
+    return mysqlSharedRateLimiter(
+      options,
+      environment,
+      this.#tables.rateLimits,
+      (key) => this.#key('key', key),
+      (sql, values) => this.#write('rateLimit', sql, values),
+    );
   }
 
   /**

@@ -2,6 +2,7 @@ import { InvalidOptionError } from '../../pipeline/errors.ts';
 import { maxIdentifierBytes, postgresLockStoreDefaults } from './defaults.ts';
 import type { PostgresTableOptions } from './options.ts';
 import { circuitTableSql } from './shared-circuit.ts';
+import { rateLimitTableSql } from './shared-rate-limit.ts';
 
 /** The quoted, schema-qualified names of the store's tables and functions, ready to put into SQL. */
 export interface PostgresTables {
@@ -15,6 +16,8 @@ export interface PostgresTables {
   readonly instances: string;
   /** Shared circuit breakers (`circuitBreaker.store`): one row per breaker key, see shared-circuit.ts. */
   readonly circuits: string;
+  /** The rate limiter's shared budgets (shared-rate-limit.ts): one row per limit key. */
+  readonly rateLimits: string;
   /** Unqualified: an index is created in its table's schema. */
   readonly queueIndex: string;
   /** Serializes concurrent set-ups of these tables (`pg_advisory_xact_lock` key). */
@@ -70,6 +73,7 @@ export function resolveTables(options: PostgresTableOptions = {}): PostgresTable
     pauses: qualify(`${table}_pauses`),
     instances: qualify(`${table}_instances`),
     circuits: qualify(`${table}_circuits`),
+    rateLimits: qualify(`${table}_rate_limits`),
     queueIndex: quoteIdentifier(`${table}_queue_idx`),
     setupLockKey: String(stableHash(`${schema ?? ''}.${table}`)),
     releaseChannel: `resil_released_${BigInt.asUintN(63, stableHash(`released:${schema ?? ''}.${table}`)).toString(16)}`,
@@ -157,6 +161,7 @@ function createStatements(tables: PostgresTables): string[] {
   token bigint NOT NULL,
   fenced_at timestamptz NOT NULL DEFAULT now()
 )`,
+    rateLimitTableSql(tables.rateLimits),
     `CREATE TABLE IF NOT EXISTS ${tables.instances} (
   instance text PRIMARY KEY,
   host text NOT NULL,

@@ -18,6 +18,7 @@ import {
 import { type Applied, LedgerEngine } from '../../ledger/engine.ts';
 import { parseDuration } from '../../pipeline/duration.ts';
 import { InvalidOptionError } from '../../pipeline/errors.ts';
+import type { StrategyEnvironment } from '../../pipeline/strategy.ts';
 import { withDeadline } from '../../pipeline/time.ts';
 import type {
   CircuitProbeClaim,
@@ -27,6 +28,8 @@ import type {
 } from '../../strategies/circuit-breaker/shared.ts';
 import { isStoreSetupError, StaleTokenError, type StoreSetupError } from '../../strategies/lock/errors.ts';
 import type { LeaseInfo, LockStore } from '../../strategies/lock/store.ts';
+import type { RateLimiter } from '../../strategies/rate-limiter/limiter.ts';
+import type { RateLimiterStrategyOptions } from '../../strategies/rate-limiter/options.ts';
 import { CallBatches } from '../call-batches.ts';
 import { shownArgument } from '../credentials.ts';
 import {
@@ -58,6 +61,7 @@ import {
   type QueryCircuit,
   syncPostgresCircuit,
 } from './shared-circuit.ts';
+import { postgresSharedRateLimiter } from './shared-rate-limit.ts';
 
 const msInterval = (parameter: string) => `${parameter}::float8 * interval '1 millisecond'`;
 
@@ -480,6 +484,20 @@ export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry
     return this.#circuitStatements;
   }
   #circuitStatements: CircuitStatements | undefined;
+
+  /**
+   * A rate limit every process on this database shares: the rate limiter strategy's `store` option
+   * (see shared-rate-limit.ts). One statement per call, on the database's clock.
+   */
+  sharedRateLimiter(options: RateLimiterStrategyOptions, environment: StrategyEnvironment): RateLimiter {
+    return postgresSharedRateLimiter(
+      options,
+      environment,
+      this.#tables,
+      (key) => checkStoredKey('key', key),
+      (text, values) => this.#query('rateLimit', text, values),
+    );
+  }
 
   /**
    * Creates the tables if they are missing. Operations do this on their own on first use (unless

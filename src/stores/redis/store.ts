@@ -28,6 +28,7 @@ import {
 import { ledgerEntryOf, type StoredLedgerEntry, storedEntryOf } from '../../ledger/stored-entry.ts';
 import { parseDuration } from '../../pipeline/duration.ts';
 import { InvalidOptionError } from '../../pipeline/errors.ts';
+import type { StrategyEnvironment } from '../../pipeline/strategy.ts';
 import type {
   CircuitProbeClaim,
   CircuitSync,
@@ -36,6 +37,8 @@ import type {
 } from '../../strategies/circuit-breaker/shared.ts';
 import { InvalidKeyError, StaleTokenError, StoreUnavailableError } from '../../strategies/lock/errors.ts';
 import { type LeaseInfo, type LockStore, storeKeyByteLimit } from '../../strategies/lock/store.ts';
+import type { RateLimiter } from '../../strategies/rate-limiter/limiter.ts';
+import type { RateLimiterStrategyOptions } from '../../strategies/rate-limiter/options.ts';
 import { CallBatches } from '../call-batches.ts';
 import { shownArgument } from '../credentials.ts';
 import { checkOverlap } from '../overlap-option.ts';
@@ -54,6 +57,7 @@ import type { FencedSetOptions, RedisLockStoreOptions } from './options.ts';
 import { ReleaseNotifications } from './release-notifications.ts';
 import { isNoScriptError, runScript, type ScriptRunner, type StoreScript, storeScripts } from './scripts.ts';
 import { claimRedisProbe, type RunCircuitScript, syncRedisCircuit } from './shared-circuit.ts';
+import { rateLimitScript, redisSharedRateLimiter } from './shared-rate-limit.ts';
 
 type Client = (Redis | Cluster) & ScriptRunner<Promise<unknown>> & ConnectionStatus;
 type Argument = string | Buffer | number;
@@ -576,6 +580,20 @@ export class RedisLockStore implements LockStore, RunLedger, InstanceRegistry, S
     const client = this.client;
     const value = await this.#bounded.run('highestFencedToken', resource, () => client.get(fence));
     return value === null ? undefined : Number(value);
+  }
+
+  /**
+   * A rate limit every process on this Redis shares: the rate limiter strategy's `store` option
+   * (see shared-rate-limit.ts). One script per call, or per batch of the calls issued together,
+   * on the server's clock.
+   */
+  sharedRateLimiter(options: RateLimiterStrategyOptions, environment: StrategyEnvironment): RateLimiter {
+    const client = this.#client;
+    return redisSharedRateLimiter(options, environment, this.prefix, checkKey, (key, redisKeys, argv) =>
+      this.#bounded.run('rateLimit', key, (load) =>
+        runScript(client, rateLimitScript, load, [...redisKeys, ...argv], redisKeys.length),
+      ),
+    );
   }
 
   /**

@@ -2,6 +2,7 @@ import type { ResilienceContext } from '../../pipeline/context.ts';
 import type { Duration } from '../../pipeline/duration.ts';
 import type { TimeProvider } from '../../pipeline/time.ts';
 import type { RateLimiter } from './limiter.ts';
+import type { SharedRateLimitStore } from './shared.ts';
 
 /** Token bucket: a burst of up to `tokenLimit`, refilled by `tokensPerPeriod` every `replenishmentPeriod`. */
 export interface TokenBucketRateLimiterOptions {
@@ -50,22 +51,43 @@ interface RateLimiterCallbacks {
   onRejected?: (args: OnRateLimiterRejectedArguments) => void | PromiseLike<void>;
 }
 
+/**
+ * One budget for a fleet: with `store`, every process using the same store and `key` shares the
+ * limit (see docs/strategies/rate-limiter.md, "Fleet-wide").
+ */
+export interface SharedRateLimiterOptions {
+  /**
+   * Where the shared budget lives: `RedisLockStore`, `PostgresLockStore`, `MysqlLockStore` or
+   * `MemoryLockStore` (this process only). Without it the limit is this pipeline's own.
+   */
+  store?: SharedRateLimitStore;
+  /** The shared limit's name in the store; required with `store`. Limiters with the same key share one budget. */
+  key?: string;
+  /** How long a call waits for the store before deciding in this process. Defaults to 500 ms. */
+  storeTimeout?: Duration;
+}
+
 type Without<T> = { [K in keyof T]?: never };
 
 /**
  * One of: token bucket options (`tokenLimit`, ...), sliding window options (`permitLimit`,
  * `window`, ...), or `limiter`, a {@link RateLimiter} you created (shared between pipelines).
- * A limiter made from options belongs to the built pipeline.
+ * A limiter made from options belongs to the built pipeline, unless `store` and `key` make its
+ * budget the fleet's.
  */
 export type RateLimiterStrategyOptions = RateLimiterCallbacks &
   (
     | (TokenBucketRateLimiterOptions &
+        SharedRateLimiterOptions &
         Without<Omit<SlidingWindowRateLimiterOptions, 'queueLimit'>> & {
           limiter?: never;
         })
     | (SlidingWindowRateLimiterOptions &
+        SharedRateLimiterOptions &
         Without<Omit<TokenBucketRateLimiterOptions, 'queueLimit'>> & {
           limiter?: never;
         })
-    | ({ limiter: RateLimiter } & Without<TokenBucketRateLimiterOptions & SlidingWindowRateLimiterOptions>)
+    | ({ limiter: RateLimiter } & Without<
+        TokenBucketRateLimiterOptions & SlidingWindowRateLimiterOptions & SharedRateLimiterOptions
+      >)
   );

@@ -16,6 +16,7 @@ import type {
   SlidingWindowRateLimiterOptions,
   TokenBucketRateLimiterOptions,
 } from './options.ts';
+import { isSharedRateLimitStore, type SharedRateLimitStore } from './shared.ts';
 import { SlidingWindowRateLimiter } from './sliding-window.ts';
 import { TokenBucketRateLimiter } from './token-bucket.ts';
 
@@ -38,11 +39,12 @@ export function rateLimiterStrategy(
   };
 }
 
-function createLimiter(options: RateLimiterStrategyOptions, environment: StrategyEnvironment): RateLimiter {
-  const timeProvider = environment.timeProvider;
-  const given = options as Partial<Record<'limiter' | 'tokenLimit' | 'permitLimit', unknown>>;
+type GivenOptions = RateLimiterStrategyOptions &
+  Partial<Record<'limiter' | 'tokenLimit' | 'permitLimit' | 'store', unknown>>;
+
+function createLimiter(options: GivenOptions, environment: StrategyEnvironment): RateLimiter {
   const kinds = (['limiter', 'tokenLimit', 'permitLimit'] as const).filter(
-    (kind) => given[kind] !== undefined,
+    (kind) => options[kind] !== undefined,
   );
   if (kinds.length !== 1) {
     throw new InvalidOptionError(
@@ -51,13 +53,25 @@ function createLimiter(options: RateLimiterStrategyOptions, environment: Strateg
       'exactly one of tokenLimit (token bucket), permitLimit (sliding window) or limiter',
     );
   }
+  const store = options.store;
+  if (store) {
+    // The store makes the shared limiter, so a pipeline without one carries none of its code.
+    checkOption('rateLimiter.store', store, isSharedRateLimitStore(store), 'a store');
+    return (store as SharedRateLimitStore).sharedRateLimiter(options, environment);
+  }
   if (kinds[0] === 'tokenLimit') {
-    return new TokenBucketRateLimiter({ ...(options as TokenBucketRateLimiterOptions), timeProvider });
+    return new TokenBucketRateLimiter({
+      ...(options as TokenBucketRateLimiterOptions),
+      timeProvider: environment.timeProvider,
+    });
   }
   if (kinds[0] === 'permitLimit') {
-    return new SlidingWindowRateLimiter({ ...(options as SlidingWindowRateLimiterOptions), timeProvider });
+    return new SlidingWindowRateLimiter({
+      ...(options as SlidingWindowRateLimiterOptions),
+      timeProvider: environment.timeProvider,
+    });
   }
-  const limiter = given.limiter as RateLimiter;
+  const limiter = options.limiter as RateLimiter;
   checkOption(
     'rateLimiter.limiter',
     limiter,
@@ -86,27 +100,16 @@ class RateLimiterStrategy implements ResilienceStrategy {
       decision = this.#limiter.acquire(context);
     } catch (error) {
       // A custom limiter that throws fails this execution, like a throwing option callback.
-      return Promise.resolve(Outcome.failure(error));
+      decision = Promise.reject(error);
     }
     if (typeof (decision as Partial<PromiseLike<unknown>>).then === 'function') {
-      return this.#afterQueue(decision as Promise<RateLimitDecision>, callback, context, next);
+      // Queued, asked of a store, or thrown: a rejected wait fails the execution with its reason.
+      return (decision as Promise<RateLimitDecision>).then(
+        (settled) => this.#decide(settled, callback, context, next),
+        Outcome.failure,
+      );
     }
     return this.#decide(decision as RateLimitDecision, callback, context, next);
-  }
-
-  async #afterQueue<T>(
-    pending: Promise<RateLimitDecision>,
-    callback: Callback<T>,
-    context: ResilienceContext,
-    next: Next,
-  ): Promise<Outcome<T, unknown>> {
-    let decision: RateLimitDecision;
-    try {
-      decision = await pending;
-    } catch (reason) {
-      return Outcome.failure(reason);
-    }
-    return this.#decide(decision, callback, context, next);
   }
 
   #decide<T>(

@@ -20,7 +20,15 @@ describe.skipIf(!mysqlUrl)('MysqlLockStore conformance', () => {
     await new MysqlLockStore(pool, { table }).ensureTables();
   });
   afterAll(async () => {
-    for (const suffix of ['', '_occurrences', '_pauses', '_fences', '_instances', '_circuits']) {
+    for (const suffix of [
+      '',
+      '_occurrences',
+      '_pauses',
+      '_fences',
+      '_instances',
+      '_circuits',
+      '_rate_limits',
+    ]) {
       await pool.query(`DROP TABLE IF EXISTS \`${table}${suffix}\``);
     }
     await pool.end();

@@ -25,7 +25,7 @@ import { freePort, waitUntil } from '../../support/processes.ts';
 
 const mysqlUrl = await mysqlUrlForTests();
 const table = uniqueTableName('store');
-const suffixes = ['', '_occurrences', '_pauses', '_fences', '_instances', '_circuits'];
+const suffixes = ['', '_occurrences', '_pauses', '_fences', '_instances', '_circuits', '_rate_limits'];
 
 let owners = 0;
 /** A claim of `job`'s occurrence `scheduledAt` (on the lease key `job`) by a new owner. */

@@ -121,6 +121,7 @@ describe.skipIf(!databaseUrl)('PostgresLockStore', () => {
           'Locks_instances',
           'Locks_occurrences',
           'Locks_pauses',
+          'Locks_rate_limits',
         ]);
         const functions = await pool.query<{ proname: string }>(
           `SELECT p.proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace

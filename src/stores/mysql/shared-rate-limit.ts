@@ -1,0 +1,60 @@
+import type { StrategyEnvironment } from '../../pipeline/strategy.ts';
+import type { RateLimiter } from '../../strategies/rate-limiter/limiter.ts';
+import type { RateLimiterStrategyOptions } from '../../strategies/rate-limiter/options.ts';
+import type { RateLimitPermits } from '../../strategies/rate-limiter/shared.ts';
+import { gcraMicroseconds, SharedRateLimiter } from '../../strategies/rate-limiter/shared-limiter.ts';
+import { nowUs } from './schema.ts';
+
+/**
+ * `MysqlLockStore`'s shared rate limits (the rate limiter's `store` option): one row per limit in
+ * `<table>_rate_limits`, holding the GCRA arrival time of the next permit in microseconds of the
+ * database's clock. Created with the store's other tables (schema.ts).
+ */
+export function rateLimitTableSql(table: string): string {
+  return `CREATE TABLE IF NOT EXISTS ${table} (
+  limit_key VARBINARY(1255) NOT NULL,
+  tat_us BIGINT NOT NULL,
+  PRIMARY KEY (limit_key)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`;
+}
+
+/**
+ * One decision, one statement (one round trip, autocommit), under the row's lock: a new key is a
+ * full bucket and its first call takes a permit; otherwise a permit is taken when the arrival time
+ * is at most `tolerance` ahead of the statement's instant. The wait comes back as the statement's
+ * insert id (`LAST_INSERT_ID(expr)`, as `acquire` returns its token): 0 when a permit was taken,
+ * else the microseconds until one is expected. A rejected call leaves the row as it was.
+ *
+ * Parameters: key, interval, tolerance, interval (microseconds, see `gcraMicroseconds`).
+ */
+export function rateLimitSql(table: string): string {
+  const due = `GREATEST(tat_us, ${nowUs})`;
+  return `INSERT INTO ${table} (limit_key, tat_us) VALUES (?, ${nowUs} + ? + LAST_INSERT_ID(0))
+ON DUPLICATE KEY UPDATE
+  tat_us = IF(LAST_INSERT_ID(GREATEST(${due} - ${nowUs} - ?, 0)) = 0, ${due} + ?, tat_us)`;
+}
+
+/**
+ * The limiter `MysqlLockStore.sharedRateLimiter()` returns: `write` sends a statement as the
+ * store's others (tables set up first, bounded by its `timeout`); `storedKey` checks a key and
+ * puts the store's prefix before it.
+ */
+export function mysqlSharedRateLimiter(
+  options: RateLimiterStrategyOptions,
+  environment: StrategyEnvironment,
+  table: string,
+  storedKey: (key: string) => string,
+  write: (sql: string, values: Array<string | number>) => Promise<{ insertId: number }>,
+): RateLimiter {
+  const sql = rateLimitSql(table);
+  const permits: RateLimitPermits = {
+    checkKey: storedKey,
+    take: (key, policy) => {
+      const { interval, tolerance } = gcraMicroseconds(policy);
+      return write(sql, [storedKey(key), interval, tolerance, interval]).then(
+        (result) => Number(result.insertId) / 1000,
+      );
+    },
+  };
+  return new SharedRateLimiter(options, environment, permits);
+}

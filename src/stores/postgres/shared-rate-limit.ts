@@ -1,0 +1,70 @@
+import type { QueryResult, QueryResultRow } from 'pg';
+import type { StrategyEnvironment } from '../../pipeline/strategy.ts';
+import type { RateLimiter } from '../../strategies/rate-limiter/limiter.ts';
+import type { RateLimiterStrategyOptions } from '../../strategies/rate-limiter/options.ts';
+import type { RateLimitPermits } from '../../strategies/rate-limiter/shared.ts';
+import { gcraMicroseconds, SharedRateLimiter } from '../../strategies/rate-limiter/shared-limiter.ts';
+import type { PostgresTables } from './schema.ts';
+
+/**
+ * `PostgresLockStore`'s shared rate limits (the rate limiter's `store` option): one row per limit
+ * in `<table>_rate_limits`, holding the GCRA arrival time of the next permit in microseconds of the
+ * database's clock. Created with the store's other tables (schema.ts).
+ */
+export function rateLimitTableSql(table: string): string {
+  return `CREATE TABLE IF NOT EXISTS ${table} (
+  key text PRIMARY KEY,
+  tat bigint NOT NULL
+)`;
+}
+
+/**
+ * One decision, one statement (one round trip, autocommit): the upsert takes a permit when the
+ * row's arrival time is at most `tolerance` ahead of `now()`, under the row's lock, so concurrent
+ * calls from every process serialize on it. A new key is a full bucket: its first call takes a
+ * permit. A rejected call writes nothing; its wait is read from the statement's snapshot, which a
+ * call committed meanwhile may have moved, so it falls back to `interval`, which a wait never
+ * exceeds (the arrival time is never more than `burst * interval` ahead).
+ *
+ * $1 key, $2 interval, $3 tolerance (microseconds, see `gcraMicroseconds`). Returns `wait`: 0 when
+ * a permit was taken, else the microseconds until one is expected.
+ */
+export function rateLimitSql(table: string): string {
+  return `WITH clock AS (SELECT floor(extract(epoch FROM now()) * 1000000)::bigint AS now),
+taken AS (
+  INSERT INTO ${table} AS limit_row (key, tat)
+  SELECT $1::text, clock.now + $2::bigint FROM clock
+  ON CONFLICT (key) DO UPDATE
+    SET tat = greatest(limit_row.tat, EXCLUDED.tat - $2::bigint) + $2::bigint
+    WHERE greatest(limit_row.tat, EXCLUDED.tat - $2::bigint) - (EXCLUDED.tat - $2::bigint) <= $3::bigint
+  RETURNING 1
+)
+SELECT CASE WHEN EXISTS (SELECT 1 FROM taken) THEN 0
+  ELSE coalesce(nullif(greatest((SELECT tat FROM ${table} WHERE key = $1::text) - clock.now - $3::bigint, 0), 0), $2::bigint)
+END::float8 AS wait
+FROM clock`;
+}
+
+/**
+ * The limiter `PostgresLockStore.sharedRateLimiter()` returns: `query` sends a statement as the
+ * store's others (tables set up first, bounded by its `timeout`), `checkKey` is the store's.
+ */
+export function postgresSharedRateLimiter(
+  options: RateLimiterStrategyOptions,
+  environment: StrategyEnvironment,
+  tables: PostgresTables,
+  checkKey: (key: string) => unknown,
+  query: <R extends QueryResultRow>(text: string, values: unknown[]) => Promise<QueryResult<R>>,
+): RateLimiter {
+  const sql = rateLimitSql(tables.rateLimits);
+  const permits: RateLimitPermits = {
+    checkKey,
+    take: (key, policy) => {
+      const { interval, tolerance } = gcraMicroseconds(policy);
+      return query<{ wait: number }>(sql, [key, interval, tolerance]).then(
+        (result) => Number(result.rows[0]!.wait) / 1000,
+      );
+    },
+  };
+  return new SharedRateLimiter(options, environment, permits);
+}
