@@ -119,7 +119,7 @@ describe.skipIf(!databaseUrl)('resil run on a PostgreSQL store that is not set u
       'SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = $1',
       [schema],
     );
-    expect(tables.rows[0].n).toBe(6);
+    expect(tables.rows[0].n).toBe(7);
   }, 60_000);
 
   it('a schema that does not exist: fires skipped as store-setup with what to do, /readyz 503, resil_store_up 0; creating the schema fixes it', async () => {
