@@ -8,7 +8,7 @@ import { symlinkSync } from 'node:fs';
 import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDashboard } from '../dashboard/dashboard-process.ts';
-import { mysqlUrlForTests, uniqueTableName } from '../support/mysql.ts';
+import { dropMysqlTables, mysqlUrlForTests, uniqueTableName } from '../support/mysql.ts';
 import { freePort, type SpawnedProcess, spawnProcess, waitUntil } from '../support/processes.ts';
 import {
   binary,
@@ -56,17 +56,7 @@ describe.skipIf(!mysqlUrl)('the resil CLI on a MySQL store', () => {
   }, 200_000);
   afterAll(async () => {
     await Promise.all(runs.map((run) => run.stop()));
-    for (const suffix of [
-      '',
-      '_occurrences',
-      '_pauses',
-      '_fences',
-      '_instances',
-      '_circuits',
-      '_rate_limits',
-    ]) {
-      await pool?.query(`DROP TABLE IF EXISTS \`${table}${suffix}\``);
-    }
+    if (pool) await dropMysqlTables(pool, table);
     await pool?.end();
     project?.remove();
   });

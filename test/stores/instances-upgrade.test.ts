@@ -1,13 +1,14 @@
 /**
- * An instances table made by a release before config drift has no `definitions` column: the
- * PostgreSQL and MySQL stores add it when they set up, and the registry keeps definitions at once.
+ * Tables made by an earlier release: an instances table without `definitions` (config drift), an
+ * occurrences table without the trigger columns. The PostgreSQL and MySQL stores add the columns
+ * when they set up, and what needs them works at once.
  */
 import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { MysqlLockStore } from 'resil/mysql';
 import { PostgresLockStore } from 'resil/postgres';
 import { describe, expect, it } from 'vitest';
-import { mysqlUrlForTests, uniqueTableName } from '../support/mysql.ts';
+import { dropMysqlTables, mysqlUrlForTests, uniqueTableName } from '../support/mysql.ts';
 import { databaseUrlForTests, uniqueSchemaName } from '../support/postgres.ts';
 
 const databaseUrl = await databaseUrlForTests();
@@ -71,17 +72,79 @@ describe.skipIf(!mysqlUrl)('MysqlLockStore on an instances table without definit
       );
       expect(columns).toHaveLength(1);
     } finally {
-      for (const suffix of [
-        '',
-        '_occurrences',
-        '_pauses',
-        '_fences',
-        '_instances',
-        '_circuits',
-        '_rate_limits',
-      ]) {
-        await pool.query(`DROP TABLE IF EXISTS \`${table}${suffix}\``);
-      }
+      await dropMysqlTables(pool, table);
+      await pool.end();
+    }
+  });
+});
+
+// An occurrences table made by a release before runs recorded how they started has no
+// run_trigger, actor or trigger_reason: the stores add them when they set up, and a manual run's
+// record keeps them at once.
+const manualClaim = {
+  job: 'report',
+  key: 'report',
+  scheduledAt: Math.floor(Date.now() / 1_000) * 1_000,
+  owner: 'web-1/1',
+  instance: 'web-1',
+  ttlMs: 10_000,
+  overlap: 'skip',
+  startingDeadlineMs: 60_000,
+  manual: true,
+  trigger: 'manual',
+  actor: 'ops@host-1',
+  triggerReason: 'rerun',
+} as const;
+
+describe.skipIf(!databaseUrl)('PostgresLockStore on an occurrences table without the trigger columns', () => {
+  it('adds them when it sets up, and records how a run started', async () => {
+    const pool = new pg.Pool({ connectionString: databaseUrl });
+    const schema = uniqueSchemaName('occurrences upgrade');
+    try {
+      await pool.query(`CREATE SCHEMA "${schema}"`);
+      await pool.query(`CREATE TABLE "${schema}"."resil_locks_occurrences" (
+  key text NOT NULL, job text NOT NULL, scheduled_at timestamptz NOT NULL,
+  state text NOT NULL CHECK (state IN ('queued', 'running', 'success', 'failure', 'skipped')),
+  reason text CHECK (reason IN ('overlap', 'missed', 'paused')), token bigint, owner text, instance text,
+  started_at timestamptz, ended_at timestamptz, expires_at timestamptz,
+  cancelled boolean NOT NULL DEFAULT false, deadline timestamptz, takeovers integer NOT NULL DEFAULT 0,
+  error text, PRIMARY KEY (key, job, scheduled_at))`);
+      const store = new PostgresLockStore(pool, { schema });
+      const claim = await store.claimOccurrence(manualClaim);
+      if (claim.status !== 'granted') throw new Error(`expected a grant, got ${JSON.stringify(claim)}`);
+      await store.finishOccurrence(claim.lease, { outcome: 'success' });
+      expect(await store.runHistory('report')).toMatchObject([
+        { outcome: 'success', trigger: 'manual', actor: 'ops@host-1', triggerReason: 'rerun' },
+      ]);
+    } finally {
+      await pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+      await pool.end();
+    }
+  });
+});
+
+describe.skipIf(!mysqlUrl)('MysqlLockStore on an occurrences table without the trigger columns', () => {
+  it('adds them when it sets up, and records how a run started', async () => {
+    const pool = mysql.createPool({ uri: mysqlUrl, connectionLimit: 4 });
+    const table = uniqueTableName('upgrade');
+    try {
+      await pool.query(`CREATE TABLE \`${table}_occurrences\` (
+  lock_key VARBINARY(1255) NOT NULL, job VARBINARY(1000) NOT NULL, scheduled_at_ms BIGINT NOT NULL,
+  state ENUM('queued', 'running', 'success', 'failure', 'skipped') NOT NULL,
+  reason ENUM('overlap', 'missed', 'paused'), token BIGINT, owner BLOB, instance BLOB,
+  started_at_ms BIGINT, ended_at_ms BIGINT, expires_at_ms BIGINT, cancelled BOOLEAN NOT NULL DEFAULT FALSE,
+  deadline_ms BIGINT, takeovers INT NOT NULL DEFAULT 0, error MEDIUMTEXT,
+  PRIMARY KEY (lock_key, job, scheduled_at_ms)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`);
+      const store = new MysqlLockStore(pool, { table });
+      const claim = await store.claimOccurrence(manualClaim);
+      if (claim.status !== 'granted') throw new Error(`expected a grant, got ${JSON.stringify(claim)}`);
+      await store.finishOccurrence(claim.lease, { outcome: 'success' });
+      expect(await store.runHistory('report')).toMatchObject([
+        { outcome: 'success', trigger: 'manual', actor: 'ops@host-1', triggerReason: 'rerun' },
+      ]);
+    } finally {
+      await dropMysqlTables(pool, table);
       await pool.end();
     }
   });

@@ -219,3 +219,22 @@ export function uniqueTableName(label: string): string {
     .slice(0, 20);
   return `resil_test_${safeLabel}_${randomBytes(5).toString('hex')}`;
 }
+
+/** The suffixes of the tables a `MysqlLockStore` with `table` makes (`<table><suffix>`). */
+export const mysqlTableSuffixes = [
+  '',
+  '_occurrences',
+  '_pauses',
+  '_fences',
+  '_instances',
+  '_circuits',
+  '_rate_limits',
+] as const;
+
+/** Drops every table a `MysqlLockStore` with `table` made (tests that made their own). */
+export async function dropMysqlTables(
+  pool: { query(sql: string): Promise<unknown> },
+  table: string,
+): Promise<void> {
+  for (const suffix of mysqlTableSuffixes) await pool.query(`DROP TABLE IF EXISTS \`${table}${suffix}\``);
+}

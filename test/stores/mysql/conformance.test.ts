@@ -6,7 +6,7 @@ import {
   describeRunLedgerConformance,
 } from 'resil/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mysqlUrlForTests, uniqueTableName } from '../../support/mysql.ts';
+import { dropMysqlTables, mysqlUrlForTests, uniqueTableName } from '../../support/mysql.ts';
 
 const mysqlUrl = await mysqlUrlForTests();
 const table = uniqueTableName('conformance');
@@ -20,17 +20,7 @@ describe.skipIf(!mysqlUrl)('MysqlLockStore conformance', () => {
     await new MysqlLockStore(pool, { table }).ensureTables();
   });
   afterAll(async () => {
-    for (const suffix of [
-      '',
-      '_occurrences',
-      '_pauses',
-      '_fences',
-      '_instances',
-      '_circuits',
-      '_rate_limits',
-    ]) {
-      await pool.query(`DROP TABLE IF EXISTS \`${table}${suffix}\``);
-    }
+    await dropMysqlTables(pool, table);
     await pool.end();
   });
 

@@ -20,12 +20,12 @@ import {
   mysqlLockStoreSql,
 } from 'resil/mysql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mysqlUrlForTests, uniqueTableName } from '../../support/mysql.ts';
+import { mysqlTableSuffixes, mysqlUrlForTests, uniqueTableName } from '../../support/mysql.ts';
 import { freePort, waitUntil } from '../../support/processes.ts';
 
 const mysqlUrl = await mysqlUrlForTests();
 const table = uniqueTableName('store');
-const suffixes = ['', '_occurrences', '_pauses', '_fences', '_instances', '_circuits', '_rate_limits'];
+const suffixes = mysqlTableSuffixes;
 
 let owners = 0;
 /** A claim of `job`'s occurrence `scheduledAt` (on the lease key `job`) by a new owner. */
