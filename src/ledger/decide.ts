@@ -129,6 +129,15 @@ export function isDone(record: Pick<RunRecord, 'outcome' | 'reason'>): boolean {
   return record.outcome !== 'skipped' || record.reason === 'overlap';
 }
 
+/**
+ * True when a claim's answer is `already-done` once the record of its occurrence is final, whatever
+ * else the view holds: every claim but a manual run and a backfill. A store may then read that
+ * record alone when it is final (`ReadTarget.finalDecides`).
+ */
+export function finalRecordDecides(request: Pick<ClaimRequest, 'manual' | 'trigger'>): boolean {
+  return request.manual !== true && request.trigger !== 'backfill';
+}
+
 /** The public record of an entry: without the lease and queue fields. */
 export function publicRecord(entry: LedgerEntry): RunRecord {
   const {
@@ -222,8 +231,7 @@ export function decideClaim(view: LedgerView, request: ClaimRequest): Decision<C
   if (
     entry !== undefined &&
     isFinal(entry.outcome) &&
-    request.manual !== true &&
-    !(request.trigger === 'backfill' && !isDone(entry))
+    (finalRecordDecides(request) || (request.trigger === 'backfill' && isDone(entry)))
   ) {
     return draft.done({ status: 'skipped', reason: 'already-done' });
   }

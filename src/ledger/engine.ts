@@ -5,6 +5,7 @@ import {
   decideClaim,
   decideFinish,
   decideRenew,
+  finalRecordDecides,
   type LedgerChanges,
   type LedgerEntry,
   type LedgerView,
@@ -40,6 +41,12 @@ export interface ReadTarget {
   readonly occurrences: readonly number[];
   /** Set for a claim with a `concurrency` above 1: the view then holds every `running` entry. */
   readonly running?: boolean;
+  /**
+   * Set for a claim whose answer is `already-done` once its occurrence's record is final
+   * (`finalRecordDecides`): a store may then read only that record, when it is final, and the
+   * store's clock.
+   */
+  readonly finalDecides?: boolean;
   /** Set when the decision may trim: the view then has `history`. */
   readonly trim?: ResolvedTrim;
 }
@@ -122,6 +129,7 @@ export class LedgerEngine {
       job,
       occurrences: [request.scheduledAt],
       ...(bounded(request) ? { running: true } : {}),
+      ...(finalRecordDecides(request) ? { finalDecides: true } : {}),
     };
     const { answer, token } = await this.#decide(
       target,

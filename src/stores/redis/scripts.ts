@@ -118,7 +118,9 @@ return { owner, redis.call('GET', KEYS[2]) or '0', redis.call('PTTL', KEYS[1]), 
  * and resume of the job increments), 5 index, 6 queue, 7 succeeded, 8 paused, 9 running.
  *
  * The read's ARGV: job, the decision it is for ('claim', 'claim-running', 'renew' or 'finish': a
- * claim reads the queue and the pause, a 'claim-running' the running occurrences too), retention ms, record limit (0 for none: then it reads nothing a trim
+ * claim reads the queue and the pause, a 'claim-running' the running occurrences too; with
+ * '-final' after a claim's, a read that finds every record asked about final returns those alone,
+ * with an empty version: nothing is written on such a view), retention ms, record limit (0 for none: then it reads nothing a trim
  * needs), the number of occurrences asked about, then those (as '%d' strings). It replies { now, the lease's owner or
  * false, its PTTL, the job's current occurrence or false, 1 when paused (a claim's read), the record count (with a
  * trim), the oldest occurrences (with a trim: those past the retention, and one more than the
@@ -146,9 +148,28 @@ local function serverNow()
   return tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 end
 
+-- True when every record is there and in a final state (success, failure or skipped).
+local function allFinal(records, asked)
+  for i = 1, asked do
+    local outcome = records[i] and string.match(records[i], '"outcome":"(%a+)"')
+    if outcome ~= 'success' and outcome ~= 'failure' and outcome ~= 'skipped' then return false end
+  end
+  return true
+end
+
 local function readView(KEYS, ARGV, now)
-  local job, trim = ARGV[1], ARGV[4] ~= '0'
-  local claim, running = ARGV[2] == 'claim' or ARGV[2] == 'claim-running', ARGV[2] == 'claim-running'
+  local job, trim, kind = ARGV[1], ARGV[4] ~= '0', ARGV[2]
+  -- A claim whose answer a final record decides (see finalRecordDecides): when the records asked
+  -- about are final, they are all it reads.
+  if string.sub(kind, -6) == '-final' then
+    kind = string.sub(kind, 1, -7)
+    local asked = tonumber(ARGV[5])
+    local records = redis.call('HMGET', KEYS[4], unpack(ARGV, 6, 5 + asked))
+    if allFinal(records, asked) then
+      return { false, -2, false, 0, 0, {}, { unpack(ARGV, 6, 5 + asked) }, records, '' }
+    end
+  end
+  local claim, running = kind == 'claim' or kind == 'claim-running', kind == 'claim-running'
   local owner = redis.call('GET', KEYS[1])
   local pttl = owner and redis.call('PTTL', KEYS[1]) or -2
   local current = redis.call('HMGET', KEYS[3], 'job', 'at')

@@ -782,9 +782,7 @@ function readArguments(target: ReadTarget): Argument[] {
   return [
     target.job,
     target.operation === 'claimOccurrence'
-      ? target.running
-        ? 'claim-running'
-        : 'claim'
+      ? `${target.running ? 'claim-running' : 'claim'}${target.finalDecides ? '-final' : ''}`
       : target.operation === 'renewOccurrence'
         ? 'renew'
         : 'finish',

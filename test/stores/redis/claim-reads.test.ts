@@ -1,0 +1,92 @@
+/**
+ * What a claim reads on Redis, counted on a private server's INFO commandstats: a claim whose
+ * occurrence is done reads that record alone (one HMGET, beside the batch's TIME); a claim that may
+ * be granted reads the job's whole view.
+ */
+import { Redis } from 'ioredis';
+import type { ClaimRequest } from 'resil';
+import { RedisLockStore } from 'resil/redis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { privateRedisUnavailableReason, type RedisServer, startRedisServer } from '../../support/redis.ts';
+
+describe.skipIf(privateRedisUnavailableReason())('RedisLockStore: what a claim reads', () => {
+  let server: RedisServer;
+  let client: Redis;
+  let store: RedisLockStore;
+
+  beforeAll(async () => {
+    server = await startRedisServer();
+    client = new Redis(server.url);
+    store = new RedisLockStore(client, { prefix: 'reads:' });
+  });
+  afterAll(async () => {
+    await client?.quit();
+    await server?.stop();
+  });
+
+  /** The commands the server ran (scripts' included) while `action` ran, by name. */
+  const commandsOf = async (action: () => Promise<unknown>): Promise<Record<string, number>> => {
+    await client.config('RESETSTAT');
+    await action();
+    const stats = await client.info('commandstats');
+    const counts: Record<string, number> = {};
+    for (const [, name, calls] of stats.matchAll(/cmdstat_([a-z|]+):calls=(\d+)/g)) {
+      if (!name!.startsWith('config') && name !== 'info') counts[name!] = Number(calls);
+    }
+    return counts;
+  };
+  const at = Math.floor(Date.now() / 1_000) * 1_000 - 5_000;
+  const request = (overrides: Partial<ClaimRequest> = {}): ClaimRequest => ({
+    job: 'report',
+    key: 'report',
+    scheduledAt: at,
+    owner: `owner-${Math.random()}`,
+    instance: 'web-1',
+    ttlMs: 10_000,
+    overlap: 'skip',
+    startingDeadlineMs: 60_000,
+    ...overrides,
+  });
+
+  it('a claim of a finished occurrence reads its record alone; a manual run or a backfill reads the view', async () => {
+    const granting = await commandsOf(async () => {
+      const claim = await store.claimOccurrence(request());
+      if (claim.status !== 'granted') throw new Error(JSON.stringify(claim));
+      await store.finishOccurrence(claim.lease, { outcome: 'success' });
+    });
+    // The first claim finds no record: it read the view (the lease, the current occurrence, the
+    // pause, the queue) after the record.
+    expect(granting.get).toBeGreaterThanOrEqual(1);
+    expect(granting.exists).toBeGreaterThanOrEqual(1);
+
+    const done = await commandsOf(async () => {
+      expect(await store.claimOccurrence(request())).toEqual({ status: 'skipped', reason: 'already-done' });
+    });
+    expect(done).toEqual({ evalsha: 1, time: 1, hmget: 1 });
+
+    // A backfill of a done occurrence answers the same, from the whole view.
+    const backfill = await commandsOf(async () => {
+      expect(await store.claimOccurrence(request({ trigger: 'backfill' }))).toEqual({
+        status: 'skipped',
+        reason: 'already-done',
+      });
+    });
+    expect(backfill.exists).toBe(1);
+    // A manual run at the same instant is a new run.
+    const manual = await store.claimOccurrence(request({ manual: true, trigger: 'manual' }));
+    if (manual.status !== 'granted') throw new Error(JSON.stringify(manual));
+    await store.finishOccurrence(manual.lease, { outcome: 'success' });
+  });
+
+  it('a claim of an occurrence running elsewhere reads the view, and waits', async () => {
+    const running = await store.claimOccurrence(request({ scheduledAt: at + 1_000 }));
+    expect(running.status).toBe('granted');
+    const watching = await commandsOf(async () => {
+      expect(await store.claimOccurrence(request({ scheduledAt: at + 1_000 }))).toMatchObject({
+        status: 'wait',
+        runningElsewhere: true,
+      });
+    });
+    expect(watching.get).toBeGreaterThanOrEqual(1);
+  });
+});
