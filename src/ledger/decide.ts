@@ -122,11 +122,12 @@ export function isFinal(state: OccurrenceState): boolean {
 
 /**
  * Whether a backfill leaves the occurrence alone: it has a record, and the record says it ran, runs,
- * waits, or was skipped by its overlap policy. An occurrence skipped as `missed` or `paused`, or
- * without a record, is run.
+ * waits, or was skipped by its overlap policy when its schedule fired it. An occurrence skipped as
+ * `missed` or `paused`, one a backfill tried and its overlap policy skipped, or one without a
+ * record, is run.
  */
-export function isDone(record: Pick<RunRecord, 'outcome' | 'reason'>): boolean {
-  return record.outcome !== 'skipped' || record.reason === 'overlap';
+export function isDone(record: Pick<RunRecord, 'outcome' | 'reason' | 'trigger'>): boolean {
+  return record.outcome !== 'skipped' || (record.reason === 'overlap' && record.trigger !== 'backfill');
 }
 
 /**

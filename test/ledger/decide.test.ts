@@ -216,6 +216,7 @@ describe('decideClaim', () => {
     [{ outcome: 'skipped', reason: 'missed' }, 'granted'],
     [{ outcome: 'skipped', reason: 'paused' }, 'granted'],
     [{ outcome: 'skipped', reason: 'overlap' }, 'skipped'],
+    [{ outcome: 'skipped', reason: 'overlap', trigger: 'backfill' }, 'granted'],
     [{ outcome: 'success' }, 'skipped'],
     [{ outcome: 'failure' }, 'skipped'],
   ] as const)('a backfill of an occurrence recorded %o: %s', (recorded, status) => {

@@ -216,9 +216,10 @@ Examples:
       `
 Each occurrence goes through the same claim as a fire of its schedule: it runs at most once across
 the fleet and across backfills running at the same time; one that ran, runs or is queued is left
-alone (already-done); one skipped as missed or paused runs. They run one after another, under the
-job's overlap policy (an occurrence of the schedule running meanwhile can make one skip), each
-recorded with trigger "backfill", who ran it (user@host) and --reason.
+alone (already-done); one skipped as missed or paused, or skipped by its overlap policy during a
+backfill, runs. They run one after another, under the job's overlap policy (an occurrence of the
+schedule running meanwhile can make one skip: a later backfill runs it), each recorded with
+trigger "backfill", who ran it (user@host) and --reason.
 An instant without a zone (2026-12-01T02:00) is read in the job's timezone.
 The ledger must still hold the range: a --from older than the ledger's retention, or older than
 the job's oldest record when the job has as many records as the ledger keeps, is refused (exit 2),
