@@ -43,8 +43,6 @@ export type LedgerSkipReason = 'overlap' | 'missed' | 'paused';
  */
 export type RunTrigger = 'schedule' | 'catch-up' | 'manual' | 'backfill';
 
-export const runTriggers: readonly RunTrigger[] = ['schedule', 'catch-up', 'manual', 'backfill'];
-
 /** One occurrence of a job as the run ledger keeps it: its latest state. */
 export interface RunRecord {
   /** The job's name. */

@@ -1,4 +1,5 @@
 import { InvalidOptionError } from '../pipeline/errors.ts';
+import { wholeNumber } from '../pipeline/whole-number.ts';
 import type { LedgerTrim } from './contract.ts';
 
 /**
@@ -36,15 +37,12 @@ export function checkConcurrency(
   options: { readonly overlap: unknown; readonly concurrency?: unknown },
   option = 'concurrency',
 ): number {
-  const { concurrency } = options;
-  if (concurrency === undefined) return 1;
-  if (!Number.isSafeInteger(concurrency) || (concurrency as number) < 1) {
-    throw new InvalidOptionError(option, concurrency, 'a whole number >= 1');
-  }
+  if (options.concurrency === undefined) return 1;
+  const concurrency = wholeNumber(options.concurrency, option, 1);
   if (options.overlap === 'allow-all' && concurrency !== 1) {
     throw new InvalidOptionError(option, concurrency, "1 with overlap 'allow-all' (it bounds nothing)");
   }
-  return concurrency as number;
+  return concurrency;
 }
 
 /** The failure messages of an occurrence the ledger ends itself. */

@@ -34,6 +34,7 @@ const jobs = `[
     await new Promise((resolve) => setTimeout(resolve, Number(process.env.RESIL_TEST_HOLD_MS ?? 0)));
   } },
   { name: 'free', schedule: '0 4 * * *', lock: false, run: async () => {} },
+  { name: 'stuck', schedule: '* * * * *', timeout: '500ms', retry: false, run: () => new Promise(() => {}) },
 ]`;
 
 interface Fixture {
@@ -120,6 +121,37 @@ describe('--help', () => {
     }
     const group = await runCli(['jobs', '--help']);
     expect(group.stdout).toMatch(/\n {2}backfill \[options\] <name> /);
+  });
+});
+
+describe.skipIf(!redisUrl)('a job that ignores its aborted signal', () => {
+  const fixture = redisFixture(redisUrl!);
+  let project: Project;
+  beforeAll(async () => {
+    project = createProject({ 'resil.config.ts': fixture.config() });
+    await fixture.setUp(project);
+  });
+  afterAll(async () => {
+    await fixture.tearDown();
+    project?.remove();
+  });
+
+  it('is given up on 5 s after its timeout, as jobs run does: exit 1, saying so', async () => {
+    const to = Math.floor(Date.now() / minute) * minute - minute;
+    const result = await runCli(
+      ['jobs', 'backfill', 'stuck', '--from', iso(to - 2 * minute), '--to', iso(to)],
+      {
+        cwd: project.directory,
+        env: { RESIL_TEST_OUT: project.path('out.txt') },
+        timeoutMs: 30_000,
+      },
+    );
+    expect(result.code, result.stderr).toBe(1);
+    expect(result.stderr).toContain('stuck: gave up: the job ignored its aborted signal for 5 s');
+    expect(result.stdout).toContain(
+      'stuck ignored its aborted signal (timed out after 500ms) for 5 s: giving up on it',
+    );
+    expect(result.durationMs).toBeLessThan(20_000);
   });
 });
 

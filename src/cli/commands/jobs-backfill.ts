@@ -1,17 +1,16 @@
-import { hostname, userInfo } from 'node:os';
 import pino from 'pino';
 import { hasRunLedger, type RunRecord } from '../../ledger/contract.ts';
 import { isDone } from '../../ledger/decide.ts';
 import { describeError } from '../../scheduler/credentials.ts';
 import { offsetAt } from '../../scheduler/dst.ts';
-import { ShutdownError } from '../../scheduler/errors.ts';
 import type { FireResult } from '../../scheduler/fire.ts';
 import { ledgerKeyOf, type ResolvedJob } from '../../scheduler/job.ts';
 import { JobSchedule } from '../../scheduler/occurrence.ts';
 import type { CommandHelpers } from '../command-helpers.ts';
-import { containJobFaults, faultExitCode } from '../job-faults.ts';
+import { faultExitCode } from '../job-faults.ts';
 import { createLogger } from '../logger.ts';
 import { formatTable } from '../output.ts';
+import { abortSettleMs, actorName, superviseRun } from '../run-supervision.ts';
 import { signalExitCodes } from '../stop-signals.ts';
 import { formatTimeIn, localTimezone } from '../time-format.ts';
 import { resolveLogLevel, UsageError } from '../usage-error.ts';
@@ -34,18 +33,6 @@ export interface BackfillOptions {
   readonly json: boolean;
   readonly max: number;
   readonly reason?: string;
-}
-
-/** `user@host`, who is recorded as having asked for a manual or backfill run. */
-export function actorName(): string {
-  let user: string;
-  try {
-    user = userInfo().username;
-  } catch {
-    // A uid without a passwd entry (a container): the environment may still say.
-    user = process.env.USER ?? process.env.LOGNAME ?? 'unknown';
-  }
-  return `${user}@${hostname()}`;
 }
 
 /**
@@ -149,24 +136,16 @@ export async function backfill(
     options.json ? { level, destination: pino.destination({ dest: 2, sync: true }) } : { level },
   );
   const logger = base.child({ instance: config.instance, job: name });
-  const interrupt = new AbortController();
-  let interruptedBy: NodeJS.Signals | undefined;
-  const onSignal = (signal: NodeJS.Signals) => {
-    if (interruptedBy !== undefined) process.exit(signalExitCodes[signal] ?? 130);
-    interruptedBy = signal;
-    stderr.write(`aborting the backfill of ${name}... press Ctrl-C again to force\n`);
-    interrupt.abort(new ShutdownError(`interrupted by ${signal}`));
-  };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
-  const faults = containJobFaults({
-    logger: base.child({ instance: config.instance }),
-    onFault: () =>
-      interrupt.abort(new ShutdownError('interrupted by a fault the command cannot recover from')),
+  const supervision = superviseRun({
+    name,
+    logger,
+    faultLogger: base.child({ instance: config.instance }),
+    helpers,
   });
   const results: Array<{ scheduledAt: number; result: FireResult }> = [];
   const { backfillJob } = await import('../../scheduler/runner.ts');
   const toRun = actions.filter(({ action }) => action === 'run').map(({ scheduledAt }) => scheduledAt);
+  let givenUpCode: number | undefined;
   try {
     logger.info(
       {
@@ -178,8 +157,9 @@ export async function backfill(
       },
       `backfilling ${name}: ${toRun.length} of ${instants.length} occurrences to run`,
     );
-    await backfillJob(config, name, instants, base, {
-      signal: interrupt.signal,
+    const backfilled = backfillJob(config, name, instants, base, {
+      signal: supervision.signal,
+      onAttemptAborted: supervision.onAttemptAborted,
       actor: actorName(),
       ...(options.reason === undefined ? {} : { reason: options.reason }),
       onResult: (scheduledAt, result) => {
@@ -187,11 +167,16 @@ export async function backfill(
         if (!options.json) stderr.write(`${resultLine(name, scheduledAt, timezone, result, errorStyles)}\n`);
       },
     });
+    givenUpCode = await Promise.race([backfilled.then(() => undefined), supervision.givenUp]);
   } finally {
-    faults.dispose();
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
-    logger.flush();
+    supervision.dispose();
+  }
+  if (givenUpCode !== undefined) {
+    stderr.write(
+      `${errorStyles.red(`${name}: gave up: the job ignored its aborted signal for ${abortSettleMs / 1_000} s`)}\n`,
+    );
+    helpers.setExitCode(givenUpCode);
+    return;
   }
   if (options.json) {
     const entries = results.map(({ scheduledAt, result }) => ({
@@ -212,7 +197,8 @@ export async function backfill(
     const summary = `${name}: backfill of [${iso(from)}, ${iso(to)}): ${ran} ran, ${done} already done${rest === 0 ? '' : `, ${rest} failed or skipped`}`;
     stderr.write(`${rest === 0 ? errorStyles.green(summary) : errorStyles.red(summary)}\n`);
   }
-  if (faults.faulted) helpers.setExitCode(faultExitCode);
+  const interruptedBy = supervision.interruptedBy();
+  if (supervision.faults.faulted) helpers.setExitCode(faultExitCode);
   else if (interruptedBy !== undefined) helpers.setExitCode(signalExitCodes[interruptedBy]!);
   else helpers.setExitCode(rest === 0 ? backfillExitCodes.done : backfillExitCodes.failed);
 }

@@ -1,23 +1,17 @@
 import { hasJobPauses } from '../../ledger/contract.ts';
-import { formatDuration } from '../../pipeline/duration.ts';
-import { withDeadline } from '../../pipeline/time.ts';
 import { describeError } from '../../scheduler/credentials.ts';
-import { ShutdownError } from '../../scheduler/errors.ts';
 import { ledgerKeyOf } from '../../scheduler/job.ts';
 import { type FireResult, runJobNow } from '../../scheduler/runner.ts';
-import { isLockLostError } from '../../strategies/lock/errors.ts';
 import type { LeaseInfo } from '../../strategies/lock/store.ts';
-import { isTimeoutRejectedError } from '../../strategies/timeout/errors.ts';
 import type { CommandHelpers } from '../command-helpers.ts';
-import { containJobFaults, faultExitCode } from '../job-faults.ts';
-import { watchLauncher } from '../launcher.ts';
+import { faultExitCode } from '../job-faults.ts';
 import { createLogger } from '../logger.ts';
+import { abortSettleMs, actorName, superviseRun } from '../run-supervision.ts';
 import { signalExitCodes } from '../stop-signals.ts';
 import { localTimezone } from '../time-format.ts';
 import { resolveLogLevel } from '../usage-error.ts';
 import { describePause, jobNamed } from '../views/jobs.ts';
 import { describeStoreError, readStore, watchStoreConnection } from '../views/store-read.ts';
-import { actorName } from './jobs-backfill.ts';
 
 /**
  * `resil jobs run` exit codes (CONTRACT.md); a paused job is skipped like a held lock. An
@@ -72,9 +66,6 @@ function describeResult(
   }
 }
 
-/** After the job's signal aborts, how long it gets to settle before the command gives up (as `resil run`). */
-const abortSettleMs = 5_000;
-
 /**
  * `resil jobs run <name>`: one run now through the job's lock, ledger, timeout and retry.
  * Logs go to stdout like `resil run`'s; the one-line result goes to stderr.
@@ -121,93 +112,28 @@ export async function runJob(
   const base = createLogger({ level });
   // For this command's own lines; the run's lines get the same bindings inside runJobNow.
   const logger = base.child({ instance: config.instance, job: name });
-  const interrupt = new AbortController();
-  let interruptedBy: NodeJS.Signals | undefined;
-  /** What interrupted the run, for its result line: the signal, or the launcher's exit. */
-  let interruption = '';
-  let giveUp!: (code: number) => void;
-  const givenUp = new Promise<number>((resolve) => {
-    giveUp = resolve;
-  });
-  let finish!: () => void;
-  const finished = new Promise<void>((resolve) => {
-    finish = resolve;
-  });
-  /** Gives the job `abortSettleMs` to settle (`settled`, else the command's end), then gives up on it. */
-  const boundSettling = (settled: Promise<void> | undefined, why: string) => {
-    void withDeadline(
-      settled === undefined ? finished : Promise.race([settled, finished]),
-      abortSettleMs,
-      () => {
-        logger.error(
-          { abortSettleMs },
-          `${name} ignored its aborted signal (${why}) for ${abortSettleMs / 1_000} s: giving up on it; its lease expires after its ttl`,
-        );
-        logger.flush();
-        giveUp(interruptedBy === undefined ? jobsRunExitCodes.failure : signalExitCodes[interruptedBy]!);
-      },
-    );
-  };
-  /** Aborts the job's signal, as `signal` would; `why` names the cause in the abort reason. */
-  const interruptWith = (signal: NodeJS.Signals, why: string) => {
-    interruptedBy = signal;
-    interruption = why;
-    interrupt.abort(new ShutdownError(`interrupted by ${why}`));
-    // Bounded even if the abort reaches no running attempt (the job is not far enough to notice).
-    boundSettling(undefined, why);
-  };
-  const onSignal = (signal: NodeJS.Signals) => {
-    if (interruptedBy !== undefined) {
-      stderr.write(`${errorStyles.red(`${name}: forced exit`)}; its lease expires after its ttl\n`);
-      process.exit(signalExitCodes[signal] ?? 130);
-    }
-    stderr.write(`aborting ${name}... press Ctrl-C again to force\n`);
-    interruptWith(signal, signal);
-  };
-  const onAttemptAborted = (reason: unknown, settled: Promise<void>) => {
-    // A Ctrl-C is already bounded by onSignal.
-    if (interruptedBy !== undefined) return;
-    boundSettling(settled, describeAbort(reason));
-  };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
-  // Under `npx resil jobs run`, npm exits on SIGTERM without passing it on: its exit counts as one.
-  const stopWatchingLauncher = watchLauncher((launcher) => {
-    if (interruptedBy !== undefined) return;
-    logger.info({ launcher }, `${launcher} exited: aborting ${name}`);
-    interruptWith('SIGTERM', `the exit of ${launcher}`);
-  });
-  // The job's stray errors fail its run; an error outside it, or its process.exit(), ends the
-  // command with exit 1 once the run settled.
-  const faults = containJobFaults({
-    // Its lines name the job that faulted themselves.
-    logger: base.child({ instance: config.instance }),
-    onFault: () => {
-      interrupt.abort(new ShutdownError('interrupted by a fault the command cannot recover from'));
-      boundSettling(undefined, 'a fault');
-    },
+  const supervision = superviseRun({
+    name,
+    logger,
+    faultLogger: base.child({ instance: config.instance }),
+    helpers,
   });
   const connection = watchStoreConnection(config.store);
   let outcome: { result: FireResult } | { code: number };
   try {
     outcome = await Promise.race([
       runJobNow(config, name, base, {
-        signal: interrupt.signal,
-        onAttemptAborted,
+        signal: supervision.signal,
+        onAttemptAborted: supervision.onAttemptAborted,
         force: options.force,
         actor: actorName(),
         ...(options.reason === undefined ? {} : { reason: options.reason }),
       }).then((result) => ({ result })),
-      givenUp.then((code) => ({ code })),
+      supervision.givenUp.then((code) => ({ code })),
     ]);
   } finally {
-    faults.dispose();
+    supervision.dispose();
     connection.dispose();
-    stopWatchingLauncher();
-    finish();
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
-    logger.flush();
   }
   if ('code' in outcome) {
     stderr.write(
@@ -217,15 +143,16 @@ export async function runJob(
     return;
   }
   const { result } = outcome;
-  if (faults.faulted) {
+  if (supervision.faults.faulted) {
     const line = describeResult(name, result, connection.lastError, undefined);
     stderr.write(`${errorStyles.red(`${line} (stopped by a fault, see the log)`)}\n`);
     helpers.setExitCode(faultExitCode);
     return;
   }
+  const interruptedBy = supervision.interruptedBy();
   if (interruptedBy !== undefined && result.outcome !== 'success') {
     // Settled after Ctrl-C: an interruption, not a failure of the job.
-    stderr.write(`${errorStyles.yellow(`${name}: interrupted by ${interruption}`)}\n`);
+    stderr.write(`${errorStyles.yellow(`${name}: interrupted by ${supervision.interruption()}`)}\n`);
     helpers.setExitCode(signalExitCodes[interruptedBy]!);
     return;
   }
@@ -251,10 +178,4 @@ export async function runJob(
     `${code === 0 ? errorStyles.green(line) : code === 1 ? errorStyles.red(line) : errorStyles.yellow(line)}\n`,
   );
   helpers.setExitCode(code);
-}
-
-function describeAbort(reason: unknown): string {
-  if (isTimeoutRejectedError(reason)) return `timed out after ${formatDuration(reason.timeout)}`;
-  if (isLockLostError(reason)) return 'lease lost';
-  return reason instanceof Error ? reason.message : String(reason);
 }

@@ -4,6 +4,7 @@ import { checkOption, InvalidOptionError, type ResilienceError } from '../../pip
 import type { Outcome } from '../../pipeline/outcome.ts';
 import type { StrategyEnvironment } from '../../pipeline/strategy.ts';
 import { type TimerHandle, withDeadline } from '../../pipeline/time.ts';
+import { StoreUnavailableError } from '../lock/errors.ts';
 import type { CircuitBehavior } from './behavior.ts';
 import { CircuitController } from './controller.ts';
 import { circuitBreakerDefaults } from './defaults.ts';
@@ -389,7 +390,7 @@ class SharedCircuitController extends CircuitController {
       work,
       timeout,
       () => {
-        throw new Error(`The store did not answer within ${timeout} ms.`);
+        throw new StoreUnavailableError(`The store did not answer within ${timeout} ms.`);
       },
       this.#environment.timeProvider,
     );
