@@ -132,11 +132,28 @@ export function isDone(record: Pick<RunRecord, 'outcome' | 'reason' | 'trigger'>
 
 /**
  * True when a claim's answer is `already-done` once the record of its occurrence is final, whatever
- * else the view holds: every claim but a manual run and a backfill. A store may then read that
- * record alone when it is final (`ReadTarget.finalDecides`).
+ * else the view holds: every claim but a manual run and a backfill.
  */
 export function finalRecordDecides(request: Pick<ClaimRequest, 'manual' | 'trigger'>): boolean {
   return request.manual !== true && request.trigger !== 'backfill';
+}
+
+/**
+ * True when the claim's answer follows from the record of its occurrence and the store's clock
+ * alone, whatever else the view holds: for a claim that {@link finalRecordDecides}, an occurrence
+ * not due yet (`wait`), a final record (`already-done`), or one running under a lease still renewed
+ * (`wait`, running elsewhere). Such a claim decides on a view of that record alone
+ * (`ReadTarget.recordFirst`); any other reads the whole view.
+ */
+export function recordDecides(
+  request: Pick<ClaimRequest, 'manual' | 'trigger' | 'scheduledAt'>,
+  entry: LedgerEntry | undefined,
+  now: number,
+): boolean {
+  if (!finalRecordDecides(request)) return false;
+  if (now < request.scheduledAt) return true;
+  if (entry === undefined) return false;
+  return isFinal(entry.outcome) || (entry.outcome === 'running' && entry.expiresAt! > now);
 }
 
 /** The public record of an entry: without the lease and queue fields. */

@@ -6,11 +6,13 @@ import {
   decideFinish,
   decideRenew,
   finalRecordDecides,
+  holdsOwnLease,
   type LedgerChanges,
   type LedgerEntry,
   type LedgerView,
   leaseOf,
   type ResolvedTrim,
+  recordDecides,
   resolvedTrim,
   trimmed,
 } from './decide.ts';
@@ -42,11 +44,16 @@ export interface ReadTarget {
   /** Set for a claim with a `concurrency` above 1: the view then holds every `running` entry. */
   readonly running?: boolean;
   /**
-   * Set for a claim whose answer is `already-done` once its occurrence's record is final
-   * (`finalRecordDecides`): a store may then read only that record, when it is final, and the
-   * store's clock.
+   * Set for a claim whose answer its occurrence's record may decide alone (`recordDecides`): a
+   * store may then read only the records asked about, when each is there, and its clock (a view
+   * with `recordOnly` set). When they do not decide, the claim reads again without it.
    */
-  readonly finalDecides?: boolean;
+  readonly recordFirst?: boolean;
+  /**
+   * Set for a renewal or a finish of an occurrence that runs under a lease of its own
+   * (`holdsOwnLease`): a store that keeps an index of running occurrences may hold it there.
+   */
+  readonly ownLease?: boolean;
   /** Set when the decision may trim: the view then has `history`. */
   readonly trim?: ResolvedTrim;
 }
@@ -56,6 +63,11 @@ export interface StoredView {
   readonly view: LedgerView;
   /** For {@link compareAndWrite}: changes whenever anything read changes (a digest will do). */
   readonly version?: string;
+  /**
+   * Set when the store read only the records asked about and its clock (`ReadTarget.recordFirst`):
+   * nothing is decided on such a view unless they decide alone, and nothing is written on it.
+   */
+  readonly recordOnly?: boolean;
   /**
    * With a `trim` target: the job's record count, and its oldest occurrences (their entries are in
    * `view.entries`), oldest first: every one past the retention, and one more than the record
@@ -129,13 +141,12 @@ export class LedgerEngine {
       job,
       occurrences: [request.scheduledAt],
       ...(bounded(request) ? { running: true } : {}),
-      ...(finalRecordDecides(request) ? { finalDecides: true } : {}),
+      ...(finalRecordDecides(request) ? { recordFirst: true } : {}),
     };
-    const { answer, token } = await this.#decide(
-      target,
-      (view) => decideClaim(view, request),
-      resolvedTrim(request),
-    );
+    const { answer, token } = await this.#decide(target, (view) => decideClaim(view, request), {
+      trimWith: resolvedTrim(request),
+      recordDecides: (view) => recordDecides(request, view.entries.get(request.scheduledAt), view.now),
+    });
     if (answer.status !== 'granted') return answer;
     return {
       status: 'granted',
@@ -150,6 +161,7 @@ export class LedgerEngine {
       key: lease.key,
       job: lease.job,
       occurrences: [lease.scheduledAt],
+      ...(holdsOwnLease(lease) ? { ownLease: true } : {}),
     };
     return (await this.#decide(target, (view) => decideRenew(view, lease, ttlMs))).answer;
   }
@@ -166,6 +178,7 @@ export class LedgerEngine {
       key: lease.key,
       job: lease.job,
       occurrences: [lease.scheduledAt],
+      ...(holdsOwnLease(lease) ? { ownLease: true } : {}),
       trim,
     };
     const { answer } = await this.#decide(target, (view) => decideFinish(view, lease, result, trim));
@@ -180,11 +193,11 @@ export class LedgerEngine {
   #decide<A>(
     target: ReadTarget,
     decide: (view: LedgerView) => Decision<A>,
-    trimWith?: ResolvedTrim,
+    options: ApplyOptions = {},
   ): Promise<{ answer: A; token?: number }> {
     const id = target.key;
     const previous = this.#inFlight.get(id);
-    const apply = () => this.#apply(target, decide, trimWith);
+    const apply = () => this.#apply(target, decide, options);
     const run = previous === undefined ? apply() : previous.then(apply);
     const settled = run.then(ignore, ignore);
     this.#inFlight.set(id, settled);
@@ -197,24 +210,40 @@ export class LedgerEngine {
   /**
    * One decision in one atomic step. A target read without the history (`trimWith` says the trim
    * then) is read and decided again with it when the decision trims: the first read is the usual
-   * case's, and costs a store that keeps records apart from their index less.
+   * case's, and costs a store that keeps records apart from their index less. A view of the
+   * records alone (`recordOnly`) that they do not decide (`recordDecides`) is read again whole.
    */
   async #apply<A>(
     target: ReadTarget,
     decide: (view: LedgerView) => Decision<A>,
-    trimWith?: ResolvedTrim,
+    options: ApplyOptions,
   ): Promise<{ answer: A; token?: number }> {
+    const { trimWith } = options;
     let answer: A | undefined;
     let trims = false;
+    let whole = false;
     const applied = await this.#primitive.apply(target, (stored) => {
+      if (stored.recordOnly === true && options.recordDecides?.(stored.view) !== true) {
+        whole = true;
+        return undefined;
+      }
       const decision = decide(stored.view);
       answer = decision.answer;
       trims = decision.changes.trim !== undefined && stored.history === undefined;
-      return trims && trimWith !== undefined ? undefined : writeChangesOf(stored, decision.changes);
+      if (trims && trimWith !== undefined) return undefined;
+      // A view of the records alone is written on by no decision that it decides.
+      return stored.recordOnly === true ? undefined : writeChangesOf(stored, decision.changes);
     });
-    if (trims && trimWith !== undefined) return this.#apply({ ...target, trim: trimWith }, decide);
+    if (whole) return this.#apply({ ...target, recordFirst: false }, decide, options);
+    if (trims && trimWith !== undefined) return this.#apply({ ...target, trim: trimWith }, decide, {});
     return applied.token === undefined ? { answer: answer! } : { answer: answer!, token: applied.token };
   }
+}
+
+/** How a decision is read again: with the history a trim needs, or whole after the records alone. */
+interface ApplyOptions {
+  readonly trimWith?: ResolvedTrim;
+  readonly recordDecides?: (view: LedgerView) => boolean;
 }
 
 /** The changes as the store writes them, or `undefined` when there is nothing to write. */

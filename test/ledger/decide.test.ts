@@ -8,6 +8,7 @@ import {
   type LedgerEntry,
   type LedgerView,
   leaseOf,
+  recordDecides,
   resolvedTrim,
   trimmed,
 } from '../../src/ledger/decide.ts';
@@ -581,5 +582,70 @@ describe('trimmed', () => {
     // Two too many: the running one and now - 3000 are the oldest; the running one stays.
     expect(trimmed(all, now, trim)).toEqual([now - 3_000]);
     expect(trimmed(records([now - 1_200, now - 1_100, now - 1_000]), now, trim)).toEqual([]);
+  });
+});
+
+describe('recordDecides', () => {
+  // Every record a claim can find, and every rest of the view around it.
+  const records: Array<LedgerEntry | undefined> = [
+    undefined,
+    running(now),
+    running(now, { expiresAt: now - 1 }),
+    running(now, { expiresAt: now - minute - 1 }),
+    running(now, { cancelled: true, expiresAt: now - 1 }),
+    queued(now),
+    { job: 'report', scheduledAt: now, outcome: 'success', instance: 'a', token: 3 },
+    { job: 'report', scheduledAt: now, outcome: 'failure', instance: 'a', token: 3 },
+    { job: 'report', scheduledAt: now, outcome: 'skipped', reason: 'missed', instance: 'a' },
+    { job: 'report', scheduledAt: now, outcome: 'skipped', reason: 'overlap', instance: 'a' },
+  ];
+  const rests: Array<Partial<Omit<LedgerView, 'entries'>> & { entries?: LedgerEntry[] }> = [
+    {},
+    { paused: true },
+    { lease: heldBy('owner-a'), current: now - minute, entries: [running(now - minute)] },
+    { lease: heldBy('someone'), entries: [queued(now - 1_000)] },
+  ];
+  const requests = [
+    request(),
+    request({ scheduledAt: now + 1_000 }),
+    request({ overlap: 'buffer-all' }),
+    request({ concurrency: 2 }),
+    request({ manual: true, trigger: 'manual' }),
+    request({ trigger: 'backfill' }),
+  ];
+
+  it('says yes only where the record alone decides: the same answer whatever else the view holds, and no write', () => {
+    let decided = 0;
+    for (const claim of requests) {
+      for (const record of records) {
+        const entry = record === undefined ? undefined : { ...record, scheduledAt: claim.scheduledAt };
+        if (!recordDecides(claim, entry, now)) continue;
+        decided++;
+        const alone = decideClaim(view({ entries: entry === undefined ? [] : [entry] }), claim);
+        expect(alone.changes.put).toEqual([]);
+        expect(alone.changes.grant).toBeUndefined();
+        for (const rest of rests) {
+          const whole = view({
+            ...rest,
+            entries: [...(rest.entries ?? []), ...(entry === undefined ? [] : [entry])],
+          });
+          const decision = decideClaim(whole, claim);
+          expect(decision.answer).toEqual(alone.answer);
+          expect(decision.changes.put).toEqual([]);
+        }
+      }
+    }
+    // The fire not due yet, whatever its record; the three due fires: the four final records and
+    // the running one whose lease lasts.
+    expect(decided).toBe(records.length + 3 * 5);
+  });
+
+  it('says no for a manual run, a backfill, a missing or queued record, and a lease run out', () => {
+    expect(recordDecides(request({ manual: true }), records[6], now)).toBe(false);
+    expect(recordDecides(request({ trigger: 'backfill' }), records[6], now)).toBe(false);
+    expect(recordDecides(request(), undefined, now)).toBe(false);
+    expect(recordDecides(request(), queued(now), now)).toBe(false);
+    expect(recordDecides(request(), running(now, { expiresAt: now }), now)).toBe(false);
+    expect(recordDecides(request(), running(now, { expiresAt: now + 1 }), now)).toBe(true);
   });
 });

@@ -119,8 +119,8 @@ return { owner, redis.call('GET', KEYS[2]) or '0', redis.call('PTTL', KEYS[1]), 
  *
  * The read's ARGV: job, the decision it is for ('claim', 'claim-running', 'renew' or 'finish': a
  * claim reads the queue and the pause, a 'claim-running' the running occurrences too; with
- * '-final' after a claim's, a read that finds every record asked about final returns those alone,
- * with an empty version: nothing is written on such a view), retention ms, record limit (0 for none: then it reads nothing a trim
+ * '-record' after a claim's, a read that finds every record asked about returns those alone, with
+ * an empty version: the process decides on them alone or reads again without it), retention ms, record limit (0 for none: then it reads nothing a trim
  * needs), the number of occurrences asked about, then those (as '%d' strings). It replies { now, the lease's owner or
  * false, its PTTL, the job's current occurrence or false, 1 when paused (a claim's read), the record count (with a
  * trim), the oldest occurrences (with a trim: those past the retention, and one more than the
@@ -148,25 +148,25 @@ local function serverNow()
   return tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 end
 
--- True when every record is there and in a final state (success, failure or skipped).
-local function allFinal(records, asked)
+-- True when every record asked about is there.
+local function allThere(records, asked)
   for i = 1, asked do
-    local outcome = records[i] and string.match(records[i], '"outcome":"(%a+)"')
-    if outcome ~= 'success' and outcome ~= 'failure' and outcome ~= 'skipped' then return false end
+    if not records[i] then return false end
   end
   return true
 end
 
 local function readView(KEYS, ARGV, now)
   local job, trim, kind = ARGV[1], ARGV[4] ~= '0', ARGV[2]
-  -- A claim whose answer a final record decides (see finalRecordDecides): when the records asked
-  -- about are final, they are all it reads.
-  if string.sub(kind, -6) == '-final' then
-    kind = string.sub(kind, 1, -7)
+  -- A claim whose answer its record may decide (see recordDecides): when the records asked about
+  -- are there, they are all it reads; else what it read of them is not read again.
+  local known = false
+  if string.sub(kind, -7) == '-record' then
+    kind = string.sub(kind, 1, -8)
     local asked = tonumber(ARGV[5])
-    local records = redis.call('HMGET', KEYS[4], unpack(ARGV, 6, 5 + asked))
-    if allFinal(records, asked) then
-      return { false, -2, false, 0, 0, {}, { unpack(ARGV, 6, 5 + asked) }, records, '' }
+    known = redis.call('HMGET', KEYS[4], unpack(ARGV, 6, 5 + asked))
+    if allThere(known, asked) then
+      return { false, -2, false, 0, 0, {}, { unpack(ARGV, 6, 5 + asked) }, known, '' }
     end
   end
   local claim, running = kind == 'claim' or kind == 'claim-running', kind == 'claim-running'
@@ -204,7 +204,16 @@ local function readView(KEYS, ARGV, now)
   for _, field in ipairs(queue) do want(field) end
   for _, field in ipairs(runs) do want(field) end
   for _, field in ipairs(oldest) do want(field) end
-  local records = redis.call('HMGET', KEYS[4], 'v', unpack(fields))
+  local records
+  if known and #fields == asked then
+    records = { redis.call('HGET', KEYS[4], 'v') }
+    for i = 1, asked do records[i + 1] = known[i] end
+  elseif known then
+    records = redis.call('HMGET', KEYS[4], 'v', unpack(fields, asked + 1))
+    for i = asked, 1, -1 do table.insert(records, 2, known[i]) end
+  else
+    records = redis.call('HMGET', KEYS[4], 'v', unpack(fields))
+  end
   local counter = table.remove(records, 1)
   local askedRecords = {}
   for i = 1, asked do askedRecords[i] = records[fieldIndex[ARGV[5 + i]]] end
@@ -213,14 +222,14 @@ local function readView(KEYS, ARGV, now)
 end
 
 -- The version of what the decision for ARGV (a job, the number of occurrences asked about, those)
--- read, as it is now. Returns it, and the position of the first ARGV after those.
+-- read, as it is now. Returns it, the position of the first ARGV after those, and the job's counter.
 local function versionNow(KEYS, ARGV)
   local asked = tonumber(ARGV[2])
   local owner = redis.call('GET', KEYS[1])
   local current = redis.call('HMGET', KEYS[3], 'job', 'at')
   local records = redis.call('HMGET', KEYS[4], 'v', unpack(ARGV, 3, 2 + asked))
   local counter = table.remove(records, 1)
-  return digestOf(counter, owner, current, records, asked), 3 + asked
+  return digestOf(counter, owner, current, records, asked), 3 + asked, counter
 end
 `;
 
@@ -237,17 +246,18 @@ return view
  * for ('' for none), the key's release channel to release its lease and publish there ('' for none;
  * a channel is not a key: a client's key prefix does not apply), '1' to clear the current occurrence with it,
  * the number of records put, the number dropped, then 6 per put (occurrence, record JSON, '1' when
- * new to the index, queue, succeeded and running index: '1' add, '-1' remove, '0' leave) and 3 per
- * drop (occurrence, '1' when queued, '1' when succeeded; a drop leaves the running index too). Writes nothing and replies 0 when the version
- * changed; else increments the job's counter and replies the granted occurrence's token (written
- * into its record), or -1.
+ * new to the index, queue, succeeded and running index: '1' add, '-1' remove, '0' leave) and 4 per
+ * drop (occurrence, then '1' for each of the queue, succeeded and running index that holds it).
+ * Writes nothing and replies 0 when the version changed; else increments the job's counter (in the
+ * HSET of the records put) and replies the granted occurrence's token (written into its record), or -1.
  *
  * The token is an `INCR` of the key's counter, seeded from `TIME` as an acquire's is (see above).
  */
 const ledgerWriteScript = `
-local version, at = versionNow(KEYS, ARGV)
+local version, at, counter = versionNow(KEYS, ARGV)
 if version ~= ARGV[at] then return 0 end
-redis.call('HINCRBY', KEYS[4], 'v', 1)
+-- The counter's increment, written with the records put (one HSET).
+local hashWrites = { 'v', fmt((tonumber(counter) or 0) + 1) }
 local grantAt, grantOwner, grantTtl, holdsKey = ARGV[at + 1], ARGV[at + 2], ARGV[at + 3], ARGV[at + 4] == '1'
 local renewTtl, releaseChannel, clearCurrent = ARGV[at + 5], ARGV[at + 6], ARGV[at + 7] == '1'
 local puts, drops = tonumber(ARGV[at + 8]), tonumber(ARGV[at + 9])
@@ -271,27 +281,37 @@ local p = at + 10
 for _ = 1, puts do
   local field, record = ARGV[p], ARGV[p + 1]
   if field == grantAt then record = '{"token":"' .. fmt(token) .. '",' .. string.sub(record, 2) end
-  redis.call('HSET', KEYS[4], field, record)
+  hashWrites[#hashWrites + 1] = field
+  hashWrites[#hashWrites + 1] = record
   if ARGV[p + 2] == '1' then redis.call('ZADD', KEYS[5], field, field) end
   index(KEYS[6], field, ARGV[p + 3])
   index(KEYS[7], field, ARGV[p + 4])
   index(KEYS[9], field, ARGV[p + 5])
   p = p + 6
 end
+redis.call('HSET', KEYS[4], unpack(hashWrites))
 if renewTtl ~= '' then redis.call('PEXPIRE', KEYS[1], renewTtl) end
 if releaseChannel ~= '' then
   redis.call('DEL', KEYS[1])
   redis.call('PUBLISH', releaseChannel, '')
   if clearCurrent then redis.call('DEL', KEYS[3]) end
 end
-for _ = 1, drops do
-  local field = ARGV[p]
-  redis.call('HDEL', KEYS[4], field)
-  redis.call('ZREM', KEYS[5], field)
-  if ARGV[p + 1] == '1' then redis.call('ZREM', KEYS[6], field) end
-  if ARGV[p + 2] == '1' then redis.call('ZREM', KEYS[7], field) end
-  redis.call('ZREM', KEYS[9], field)
-  p = p + 3
+if drops > 0 then
+  -- One command per key: the records and the index, then whichever other index held some.
+  local dropped, queued, succeeded, running = {}, {}, {}, {}
+  for i = 1, drops do
+    local field = ARGV[p]
+    dropped[i] = field
+    if ARGV[p + 1] == '1' then queued[#queued + 1] = field end
+    if ARGV[p + 2] == '1' then succeeded[#succeeded + 1] = field end
+    if ARGV[p + 3] == '1' then running[#running + 1] = field end
+    p = p + 4
+  end
+  redis.call('HDEL', KEYS[4], unpack(dropped))
+  redis.call('ZREM', KEYS[5], unpack(dropped))
+  if #queued > 0 then redis.call('ZREM', KEYS[6], unpack(queued)) end
+  if #succeeded > 0 then redis.call('ZREM', KEYS[7], unpack(succeeded)) end
+  if #running > 0 then redis.call('ZREM', KEYS[9], unpack(running)) end
 end
 return token
 `;

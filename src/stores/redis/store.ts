@@ -400,12 +400,16 @@ export class RedisLockStore implements LockStore, RunLedger, InstanceRegistry, S
         before === undefined ? '1' : '0',
         indexChange(before?.outcome === 'queued', entry.outcome === 'queued'),
         indexChange(before?.outcome === 'success', entry.outcome === 'success'),
-        // Kept for the claims that read it: a running occurrence joins it only from one of them.
+        // Kept for the claims that read it: a running occurrence joins it only from one of them,
+        // and leaves it by a claim or by its own lease's finish (a key's lease never joins).
         entry.outcome === 'running'
           ? before?.outcome !== 'running' && target.running
             ? '1'
             : '0'
-          : indexChange(before?.outcome === 'running', false),
+          : before?.outcome === 'running' &&
+              (target.operation === 'claimOccurrence' || target.ownLease === true)
+            ? '-1'
+            : '0',
       );
     }
     for (const entry of changes.drop) {
@@ -413,6 +417,7 @@ export class RedisLockStore implements LockStore, RunLedger, InstanceRegistry, S
         String(entry.scheduledAt),
         entry.outcome === 'queued' ? '1' : '0',
         entry.outcome === 'success' ? '1' : '0',
+        entry.outcome === 'running' ? '1' : '0',
       );
     }
     const reply = (await this.#writes.run({
@@ -782,7 +787,7 @@ function readArguments(target: ReadTarget): Argument[] {
   return [
     target.job,
     target.operation === 'claimOccurrence'
-      ? `${target.running ? 'claim-running' : 'claim'}${target.finalDecides ? '-final' : ''}`
+      ? `${target.running ? 'claim-running' : 'claim'}${target.recordFirst ? '-record' : ''}`
       : target.operation === 'renewOccurrence'
         ? 'renew'
         : 'finish',
@@ -822,6 +827,8 @@ function storedViewOf(reply: LedgerReadReply, target: ReadTarget): StoredView {
     paused: paused === 1,
     entries,
   };
+  // An empty version: the records asked about alone were read (see ledgerRead in scripts.ts).
+  if (version === '') return { view, recordOnly: true };
   if (target.trim === undefined) return { view, version };
   const history = { total, oldest: oldest.map(Number).filter((at) => entries.has(at)) };
   return { view, version, history };

@@ -1,7 +1,7 @@
 /**
  * What a claim reads on Redis, counted on a private server's INFO commandstats: a claim whose
- * occurrence is done reads that record alone (one HMGET, beside the batch's TIME); a claim that may
- * be granted reads the job's whole view.
+ * occurrence is done, or running under a live lease, reads that record alone (one HMGET, beside
+ * the batch's TIME); a claim that may be granted reads the job's whole view.
  */
 import { Redis } from 'ioredis';
 import type { ClaimRequest } from 'resil';
@@ -78,7 +78,7 @@ describe.skipIf(privateRedisUnavailableReason())('RedisLockStore: what a claim r
     await store.finishOccurrence(manual.lease, { outcome: 'success' });
   });
 
-  it('a claim of an occurrence running elsewhere reads the view, and waits', async () => {
+  it('a claim of an occurrence running elsewhere under a live lease reads its record alone, and waits', async () => {
     const running = await store.claimOccurrence(request({ scheduledAt: at + 1_000 }));
     expect(running.status).toBe('granted');
     const watching = await commandsOf(async () => {
@@ -87,6 +87,23 @@ describe.skipIf(privateRedisUnavailableReason())('RedisLockStore: what a claim r
         runningElsewhere: true,
       });
     });
-    expect(watching.get).toBeGreaterThanOrEqual(1);
+    expect(watching).toEqual({ evalsha: 1, time: 1, hmget: 1 });
+  });
+
+  it('a claim of a queued occurrence reads its record, then the whole view', async () => {
+    // A job of its own: the occurrence above still holds the key of 'report'.
+    const job = { job: 'digest', key: 'digest', overlap: 'buffer-one' } as const;
+    const holder = await store.claimOccurrence(request({ ...job, scheduledAt: at + 2_000 }));
+    expect(holder.status).toBe('granted');
+    const queued = request({ ...job, scheduledAt: at + 3_000 });
+    expect(await store.claimOccurrence(queued)).toMatchObject({ status: 'wait', runningElsewhere: false });
+    const again = await commandsOf(async () => {
+      expect(await store.claimOccurrence(queued)).toMatchObject({ status: 'wait', runningElsewhere: false });
+    });
+    // The record first (one script), then the view (a second): the lease, the pause, the queue.
+    expect(again.evalsha).toBe(2);
+    expect(again.get).toBeGreaterThanOrEqual(1);
+    expect(again.exists).toBe(1);
+    if (holder.status === 'granted') await store.finishOccurrence(holder.lease, { outcome: 'success' });
   });
 });
