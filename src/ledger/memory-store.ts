@@ -42,7 +42,7 @@ import {
   trimmed,
 } from './decide.ts';
 import { checkConcurrency } from './defaults.ts';
-import { MemoryRateLimitPermits } from './memory-shared-rate-limit.ts';
+import { MemoryRateLimits } from './memory-shared-rate-limit.ts';
 import { MemoryCircuits } from './shared-circuit.ts';
 
 export type MemoryLockStoreOptions = MemoryLeaseStoreOptions;
@@ -171,10 +171,10 @@ export class MemoryLockStore
   }
   /** A rate limit shared by the pipelines on this store, in this process (see memory-shared-rate-limit.ts). */
   sharedRateLimiter(options: RateLimiterStrategyOptions, environment: StrategyEnvironment): RateLimiter {
-    this.#rateLimits ??= new MemoryRateLimitPermits(this.time);
-    return new SharedRateLimiter(options, environment, this.#rateLimits);
+    this.#rateLimits ??= new MemoryRateLimits(this.time);
+    return new SharedRateLimiter(options, environment, this.#rateLimits.permits());
   }
-  #rateLimits: MemoryRateLimitPermits | undefined;
+  #rateLimits: MemoryRateLimits | undefined;
 
   #ledger(key: string, job: string): JobLedger {
     const id = ledgerId(key, job);
