@@ -139,6 +139,7 @@ export {
 export {
   type OnCircuitStoreRestoredArguments,
   type OnCircuitStoreUnavailableArguments,
+  SharedCircuitBreaker,
   sharedCircuitDefaults,
 } from './strategies/circuit-breaker/fleet.ts';
 export {
@@ -160,8 +161,10 @@ export {
   type CircuitSyncReply,
   type CircuitTransition,
   isSharedCircuitStore,
+  type LocalCircuitBreaker,
   type SharedCircuitState,
   type SharedCircuitStore,
+  type SharedCircuits,
 } from './strategies/circuit-breaker/shared.ts';
 export { circuitBreakerStrategy } from './strategies/circuit-breaker/strategy.ts';
 export { concurrencyLimiterDefaults } from './strategies/concurrency-limiter/defaults.ts';

@@ -58,6 +58,14 @@ export function holdsOwnLease(
   return options.overlap === 'allow-all' || (options.concurrency ?? 1) > 1 || options.ownLease === true;
 }
 
+/**
+ * True when a claim runs up to its `concurrency` (> 1) occurrences at once; `allow-all` has no
+ * bound. Its view then holds every running occurrence of the job.
+ */
+export function boundedClaim(request: Pick<ClaimRequest, 'overlap' | 'concurrency'>): boolean {
+  return (request.concurrency ?? 1) > 1 && request.overlap !== 'allow-all';
+}
+
 /** The lease a claim granted for occurrence `scheduledAt`, with `token`. */
 export function leaseOf(request: ClaimRequest, scheduledAt: number, token: number): OccurrenceLease {
   const { job, key, owner, overlap, concurrency = 1 } = request;
@@ -235,7 +243,7 @@ export function decideClaim(view: LedgerView, request: ClaimRequest): Decision<C
   const perOccurrence = holdsOwnLease(request);
   const limit = overlap === 'allow-all' ? Number.POSITIVE_INFINITY : (request.concurrency ?? 1);
   const keyLease = view.lease;
-  const bounded = limit > 1 && limit < Number.POSITIVE_INFINITY;
+  const bounded = boundedClaim(request);
   if (request.manual === true) {
     // Forced: beside whatever runs, under a lease of its own. Under `skip`, a manual run that
     // cannot start now leaves no record: nothing was due.

@@ -1,6 +1,7 @@
 import { StoreUnavailableError } from '../strategies/lock/errors.ts';
 import type { ClaimRequest, ClaimResult, LedgerTrim, OccurrenceLease, RunResult } from './contract.ts';
 import {
+  boundedClaim,
   type Decision,
   decideClaim,
   decideFinish,
@@ -140,7 +141,7 @@ export class LedgerEngine {
       key,
       job,
       occurrences: [request.scheduledAt],
-      ...(bounded(request) ? { running: true } : {}),
+      ...(boundedClaim(request) ? { running: true } : {}),
       ...(finalRecordDecides(request) ? { recordFirst: true } : {}),
     };
     const { answer, token } = await this.#decide(target, (view) => decideClaim(view, request), {
@@ -286,11 +287,6 @@ function writeChangesOf(stored: StoredView, changes: LedgerChanges): WriteChange
   if (changes.renewKey !== undefined) write.renewKey = changes.renewKey;
   if (changes.releaseKey !== undefined) write.releaseKey = changes.releaseKey;
   return write;
-}
-
-/** True when a claim runs up to `concurrency` (> 1) occurrences at once: its view holds the running ones. */
-function bounded(request: ClaimRequest): boolean {
-  return (request.concurrency ?? 1) > 1 && request.overlap !== 'allow-all';
 }
 
 function ignore(): void {}

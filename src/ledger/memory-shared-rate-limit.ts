@@ -1,5 +1,5 @@
 import type { TimeProvider } from '../pipeline/time.ts';
-import type { RateLimitPermits, SharedRateLimitPolicy } from '../strategies/rate-limiter/shared.ts';
+import type { RateLimitPermits } from '../strategies/rate-limiter/shared.ts';
 import { gcraDecide, gcraMicroseconds } from '../strategies/rate-limiter/shared-limiter.ts';
 
 /**
@@ -7,7 +7,7 @@ import { gcraDecide, gcraMicroseconds } from '../strategies/rate-limiter/shared-
  * clock) in a map, decided synchronously, so atomic. Shared by every pipeline on the store, in this
  * process only. A key whose arrival time the clock passed is a full bucket, and is dropped.
  */
-export class MemoryRateLimitPermits implements RateLimitPermits {
+export class MemoryRateLimits {
   readonly #arrivals = new Map<string, number>();
   readonly #time: TimeProvider;
 
@@ -15,13 +15,27 @@ export class MemoryRateLimitPermits implements RateLimitPermits {
     this.#time = time;
   }
 
-  take(key: string, policy: SharedRateLimitPolicy): Promise<number> {
+  /**
+   * The permits of one limiter. It always asks for its own key and policy: the policy in
+   * microseconds is computed once, at its first call.
+   */
+  permits(): RateLimitPermits {
+    let gcra: { interval: number; tolerance: number } | undefined;
+    return {
+      take: (key, policy) => {
+        gcra ??= gcraMicroseconds(policy);
+        return Promise.resolve(this.#take(key, gcra.interval, gcra.tolerance));
+      },
+    };
+  }
+
+  /** One decision on `key`'s budget: the ms to wait, 0 when a permit was taken. */
+  #take(key: string, interval: number, tolerance: number): number {
     const now = Math.round(this.#time.now() * 1000);
-    const { interval, tolerance } = gcraMicroseconds(policy);
     const stored = this.#arrivals.get(key);
     if (stored !== undefined && stored <= now) this.#arrivals.delete(key);
     const { wait, tat } = gcraDecide(stored, now, interval, tolerance);
     if (wait === 0) this.#arrivals.set(key, tat);
-    return Promise.resolve(wait / 1000);
+    return wait / 1000;
   }
 }

@@ -1,9 +1,13 @@
 import type { StrategyEnvironment } from '../pipeline/strategy.ts';
+import type { CircuitController } from '../strategies/circuit-breaker/controller.ts';
+import { SharedCircuitBreaker } from '../strategies/circuit-breaker/fleet.ts';
 import type {
   CircuitProbeClaim,
   CircuitSync,
   CircuitSyncReply,
+  LocalCircuitBreaker,
   SharedCircuitStore,
+  SharedCircuits,
 } from '../strategies/circuit-breaker/shared.ts';
 import { StaleTokenError } from '../strategies/lock/errors.ts';
 import { MemoryLeaseStore, type MemoryLeaseStoreOptions } from '../strategies/lock/memory-lease-store.ts';
@@ -38,7 +42,7 @@ import {
   trimmed,
 } from './decide.ts';
 import { checkConcurrency } from './defaults.ts';
-import { MemoryRateLimitPermits } from './memory-shared-rate-limit.ts';
+import { MemoryRateLimits } from './memory-shared-rate-limit.ts';
 import { MemoryCircuits } from './shared-circuit.ts';
 
 export type MemoryLockStoreOptions = MemoryLeaseStoreOptions;
@@ -64,7 +68,7 @@ function ledgerId(key: string, job: string): string {
  */
 export class MemoryLockStore
   extends MemoryLeaseStore
-  implements RunLedger, InstanceRegistry, SharedCircuitStore
+  implements RunLedger, InstanceRegistry, SharedCircuitStore, SharedCircuits
 {
   readonly #jobs = new Map<string, JobLedger>();
   readonly #pauses = new Map<string, JobPause>();
@@ -160,12 +164,17 @@ export class MemoryLockStore
   async claimProbe(key: string, claim: { owner: string; leaseMs: number }): Promise<CircuitProbeClaim> {
     return this.#circuits.claimProbe(key, claim);
   }
+
+  /** A circuit breaker sharing its circuit through this store (`circuitBreaker.store`). */
+  sharedCircuitBreaker(breaker: LocalCircuitBreaker): CircuitController {
+    return new SharedCircuitBreaker(breaker, this);
+  }
   /** A rate limit shared by the pipelines on this store, in this process (see memory-shared-rate-limit.ts). */
   sharedRateLimiter(options: RateLimiterStrategyOptions, environment: StrategyEnvironment): RateLimiter {
-    this.#rateLimits ??= new MemoryRateLimitPermits(this.time);
-    return new SharedRateLimiter(options, environment, this.#rateLimits);
+    this.#rateLimits ??= new MemoryRateLimits(this.time);
+    return new SharedRateLimiter(options, environment, this.#rateLimits.permits());
   }
-  #rateLimits: MemoryRateLimitPermits | undefined;
+  #rateLimits: MemoryRateLimits | undefined;
 
   #ledger(key: string, job: string): JobLedger {
     const id = ledgerId(key, job);

@@ -1,14 +1,10 @@
 import type { TimeProvider } from '../pipeline/time.ts';
-import { enableSharedCircuits } from '../strategies/circuit-breaker/fleet.ts';
 import type {
   CircuitProbeClaim,
   CircuitSync,
   CircuitSyncReply,
   SharedCircuitState,
 } from '../strategies/circuit-breaker/shared.ts';
-
-// Breakers given a store get the fleet-wide controller: loaded with the stores that offer it.
-enableSharedCircuits();
 
 /** The counts are kept in this many buckets of a tenth of the sampling duration each. */
 export const circuitBuckets = 10;

@@ -1,7 +1,7 @@
 /**
  * The fleet-wide circuit breaker (`store` + `key`), on MemoryLockStore with a FakeTimeProvider:
  * several pipelines built on one store stand for the processes of a fleet. The real-process runs
- * on Redis and PostgreSQL are in test/fleet/shared-circuit.test.ts.
+ * on Redis, PostgreSQL and MySQL are in test/stores/shared-circuit.test.ts.
  */
 import { Redis } from 'ioredis';
 import { describe, expect, it, vi } from 'vitest';
@@ -18,8 +18,12 @@ import {
   type TelemetryEvent,
 } from '../../src/index.ts';
 import { RedisLockStore } from '../../src/stores/redis/index.ts';
-import { sharedCircuitDefaults } from '../../src/strategies/circuit-breaker/fleet.ts';
-import type { CircuitSync, SharedCircuitStore } from '../../src/strategies/circuit-breaker/shared.ts';
+import { SharedCircuitBreaker, sharedCircuitDefaults } from '../../src/strategies/circuit-breaker/fleet.ts';
+import type {
+  CircuitSync,
+  SharedCircuitStore,
+  SharedCircuits,
+} from '../../src/strategies/circuit-breaker/shared.ts';
 import { FakeTimeProvider } from '../../src/testing/fake-time-provider.ts';
 
 const options = {
@@ -39,7 +43,8 @@ function countingStore(time: FakeTimeProvider) {
   const inner = new MemoryLockStore({ timeProvider: time });
   const calls = { sync: 0, claim: 0, syncs: [] as CircuitSync[] };
   let down = false;
-  const store: SharedCircuitStore = {
+  const store: SharedCircuitStore & SharedCircuits = {
+    sharedCircuitBreaker: (breaker) => new SharedCircuitBreaker(breaker, store),
     async syncCircuit(key, sync) {
       calls.sync++;
       calls.syncs.push(sync);
@@ -284,7 +289,8 @@ describe('fleet-wide circuit breaker (MemoryLockStore, FakeTimeProvider)', () =>
 
   it('a sync that gets no answer counts as an outage after the timeout', async () => {
     const time = new FakeTimeProvider();
-    const hanging: SharedCircuitStore = {
+    const hanging: SharedCircuitStore & SharedCircuits = {
+      sharedCircuitBreaker: (breaker) => new SharedCircuitBreaker(breaker, hanging),
       syncCircuit: () => new Promise(() => {}),
       claimProbe: () => new Promise(() => {}),
     };

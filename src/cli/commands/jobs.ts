@@ -1,5 +1,6 @@
 import { type Command, InvalidArgumentError } from 'commander';
 import type { CommandHelpers } from '../command-helpers.ts';
+import { maxReasonLength } from '../reason.ts';
 
 /** The most `jobs history --limit` and `jobs next -n` accept. */
 const maxCount = 1_000;
@@ -13,10 +14,7 @@ function parseCount(value: string): number {
   return count;
 }
 
-/** The longest `--reason` taken (as the dashboard's). */
-const maxReasonLength = 500;
-
-/** Parses `--reason`: some text, at most 500 characters, else a usage error (exit code 2). */
+/** Parses `--reason`: some text, at most `maxReasonLength` characters, else a usage error (exit code 2). */
 function parseReason(value: string): string {
   const reason = value.trim();
   if (reason === '' || reason.length > maxReasonLength) {

@@ -6,6 +6,7 @@
  * `resil jobs list` shows them: in the job's timezone with the zone's name, and relative to the
  * store's clock.
  */
+import { maxReasonLength } from '../reason.ts';
 import { formatElapsed, formatSpan, formatTimeIn } from '../time-format.ts';
 import type { JobHistoryEntry } from '../views/history.ts';
 import type { InstanceEntry } from '../views/instances.ts';
@@ -382,7 +383,7 @@ let jobBoxes: { summary: HTMLElement; actions: HTMLElement; history: HTMLElement
 const reasonInput = h('input', {
   id: 'pause-reason',
   type: 'text',
-  maxlength: '500',
+  maxlength: String(maxReasonLength),
   autocomplete: 'off',
   'data-focus': 'reason',
 });

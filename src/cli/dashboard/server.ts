@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { describeError } from '../../scheduler/credentials.ts';
 import type { ResolvedConfig, ResolvedJob } from '../../scheduler/job.ts';
 import type { SchedulerLogger } from '../../scheduler/runner.ts';
+import { maxReasonLength } from '../reason.ts';
 import { type ActionResult, DashboardActions } from './actions.ts';
 import { historyLimits, readJobDetail, readOverview } from './api.ts';
 import { pageHtml, pageScript, pageStyle } from './page.ts';
@@ -130,8 +131,8 @@ function checkBody(action: ActionName, body: Record<string, unknown>): { reason?
     );
   }
   if (body.reason === undefined || body.reason === null) return {};
-  if (typeof body.reason !== 'string' || body.reason.length > 500) {
-    throw new HttpError(400, 'reason must be a string of at most 500 characters');
+  if (typeof body.reason !== 'string' || body.reason.length > maxReasonLength) {
+    throw new HttpError(400, `reason must be a string of at most ${maxReasonLength} characters`);
   }
   const reason = body.reason.trim();
   return reason === '' ? {} : { reason };

@@ -47,13 +47,16 @@ export function mysqlSharedRateLimiter(
   write: (sql: string, values: Array<string | number>) => Promise<{ insertId: number }>,
 ): RateLimiter {
   const sql = rateLimitSql(table);
+  // The limiter always asks for its own key and policy: its values are made once, at the first call.
+  let values: [string, number, number, number] | undefined;
   const permits: RateLimitPermits = {
     checkKey: storedKey,
     take: (key, policy) => {
-      const { interval, tolerance } = gcraMicroseconds(policy);
-      return write(sql, [storedKey(key), interval, tolerance, interval]).then(
-        (result) => Number(result.insertId) / 1000,
-      );
+      if (values === undefined) {
+        const { interval, tolerance } = gcraMicroseconds(policy);
+        values = [storedKey(key), interval, tolerance, interval];
+      }
+      return write(sql, values).then((result) => Number(result.insertId) / 1000);
     },
   };
   return new SharedRateLimiter(options, environment, permits);

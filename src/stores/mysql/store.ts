@@ -19,11 +19,15 @@ import { parseDuration } from '../../pipeline/duration.ts';
 import { InvalidOptionError } from '../../pipeline/errors.ts';
 import type { StrategyEnvironment } from '../../pipeline/strategy.ts';
 import { withDeadline } from '../../pipeline/time.ts';
+import type { CircuitController } from '../../strategies/circuit-breaker/controller.ts';
+import { SharedCircuitBreaker } from '../../strategies/circuit-breaker/fleet.ts';
 import type {
   CircuitProbeClaim,
   CircuitSync,
   CircuitSyncReply,
+  LocalCircuitBreaker,
   SharedCircuitStore,
+  SharedCircuits,
 } from '../../strategies/circuit-breaker/shared.ts';
 import { isStoreSetupError, StaleTokenError, type StoreSetupError } from '../../strategies/lock/errors.ts';
 import type { LeaseInfo, LockStore } from '../../strategies/lock/store.ts';
@@ -150,7 +154,9 @@ type Numeric = number | string;
  * const store = new MysqlLockStore(pool, { table: 'ops_locks' });
  * const pipeline = new ResiliencePipelineBuilder().addLock({ key: () => 'nightly-report', store }).build();
  */
-export class MysqlLockStore implements LockStore, RunLedger, InstanceRegistry, SharedCircuitStore {
+export class MysqlLockStore
+  implements LockStore, RunLedger, InstanceRegistry, SharedCircuitStore, SharedCircuits
+{
   readonly storeName = 'MysqlLockStore';
   readonly #pool: Pool;
   readonly #tables: MysqlTables;
@@ -476,6 +482,11 @@ export class MysqlLockStore implements LockStore, RunLedger, InstanceRegistry, S
     return this.#inCircuit('claimProbe', (connection, expired) =>
       claimMysqlProbe(connection, this.#circuitSql, circuitKey, claim, expired),
     );
+  }
+
+  /** A circuit breaker sharing its circuit through this store (`circuitBreaker.store`). */
+  sharedCircuitBreaker(breaker: LocalCircuitBreaker): CircuitController {
+    return new SharedCircuitBreaker(breaker, this);
   }
 
   #inCircuit<T>(operation: string, use: (connection: PoolConnection, expired: () => boolean) => Promise<T>) {

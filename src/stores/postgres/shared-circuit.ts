@@ -4,15 +4,12 @@
  * statement (one round trip, atomic), judged by the database's clock, and do what `applyCircuitSync`
  * (src/ledger/shared-circuit.ts) does: counts and guarded transitions, no decision.
  */
-import { enableSharedCircuits } from '../../strategies/circuit-breaker/fleet.ts';
 import type {
   CircuitProbeClaim,
   CircuitSync,
   CircuitSyncReply,
   SharedCircuitState,
 } from '../../strategies/circuit-breaker/shared.ts';
-
-enableSharedCircuits();
 
 /**
  * The counts live in the row as three arrays of the same length, one element per bucket of a

@@ -57,13 +57,16 @@ export function postgresSharedRateLimiter(
   query: <R extends QueryResultRow>(text: string, values: unknown[]) => Promise<QueryResult<R>>,
 ): RateLimiter {
   const sql = rateLimitSql(tables.rateLimits);
+  // The limiter always asks for its own key and policy: its values are made once, at the first call.
+  let values: [string, number, number] | undefined;
   const permits: RateLimitPermits = {
     checkKey,
     take: (key, policy) => {
-      const { interval, tolerance } = gcraMicroseconds(policy);
-      return query<{ wait: number }>(sql, [key, interval, tolerance]).then(
-        (result) => Number(result.rows[0]!.wait) / 1000,
-      );
+      if (values === undefined) {
+        const { interval, tolerance } = gcraMicroseconds(policy);
+        values = [key, interval, tolerance];
+      }
+      return query<{ wait: number }>(sql, values).then((result) => Number(result.rows[0]!.wait) / 1000);
     },
   };
   return new SharedRateLimiter(options, environment, permits);

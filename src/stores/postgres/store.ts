@@ -20,11 +20,15 @@ import { parseDuration } from '../../pipeline/duration.ts';
 import { InvalidOptionError } from '../../pipeline/errors.ts';
 import type { StrategyEnvironment } from '../../pipeline/strategy.ts';
 import { withDeadline } from '../../pipeline/time.ts';
+import type { CircuitController } from '../../strategies/circuit-breaker/controller.ts';
+import { SharedCircuitBreaker } from '../../strategies/circuit-breaker/fleet.ts';
 import type {
   CircuitProbeClaim,
   CircuitSync,
   CircuitSyncReply,
+  LocalCircuitBreaker,
   SharedCircuitStore,
+  SharedCircuits,
 } from '../../strategies/circuit-breaker/shared.ts';
 import { isStoreSetupError, StaleTokenError, type StoreSetupError } from '../../strategies/lock/errors.ts';
 import type { LeaseInfo, LockStore } from '../../strategies/lock/store.ts';
@@ -179,7 +183,9 @@ function isPool(pool: Pool): boolean {
  * const store = new PostgresLockStore(pool, { schema: 'ops' });
  * const pipeline = new ResiliencePipelineBuilder().addLock({ key: () => 'nightly-report', store }).build();
  */
-export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry, SharedCircuitStore {
+export class PostgresLockStore
+  implements LockStore, RunLedger, InstanceRegistry, SharedCircuitStore, SharedCircuits
+{
   readonly storeName = 'PostgresLockStore';
   readonly #pool: Pool;
 
@@ -476,6 +482,11 @@ export class PostgresLockStore implements LockStore, RunLedger, InstanceRegistry
   /** The probe lease of a shared circuit breaker: see shared-circuit.ts. */
   async claimProbe(key: string, claim: { owner: string; leaseMs: number }): Promise<CircuitProbeClaim> {
     return claimPostgresProbe(this.#circuitQuery, this.#circuitSql, checkStoredKey('key', key), claim);
+  }
+
+  /** A circuit breaker sharing its circuit through this store (`circuitBreaker.store`). */
+  sharedCircuitBreaker(breaker: LocalCircuitBreaker): CircuitController {
+    return new SharedCircuitBreaker(breaker, this);
   }
 
   readonly #circuitQuery: QueryCircuit = (operation, text, values) => this.#query(operation, text, values);

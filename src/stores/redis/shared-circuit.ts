@@ -10,7 +10,6 @@
  * | `<prefix>{circuit:<key>}:counts` | hash | `s<n>` / `f<n>`: successes / failures of bucket `n` (server ms / (samplingDuration / 10)); expires a sampling duration after its last count |
  * | `<prefix>{circuit:<key>}:probe` | string, PX | owner of the half-open probe lease, for at most the break duration (`SET NX PX`) |
  */
-import { enableSharedCircuits } from '../../strategies/circuit-breaker/fleet.ts';
 import type {
   CircuitProbeClaim,
   CircuitSync,
@@ -18,8 +17,6 @@ import type {
   SharedCircuitState,
 } from '../../strategies/circuit-breaker/shared.ts';
 import { StoreScript } from './scripts.ts';
-
-enableSharedCircuits();
 
 /** The KEYS of both scripts: state, counts, probe; in one hash tag (one Cluster slot). */
 export function circuitKeys(prefix: string, key: string): string[] {

@@ -82,10 +82,14 @@ export function redisSharedRateLimiter(
     },
     limits: rateLimitBatchLimits,
   });
+  // The limiter always asks for its own key and policy: its call is made once, at the first.
+  let call: RateLimitCall | undefined;
   const permits: RateLimitPermits = {
     checkKey,
-    take: (key, policy) =>
-      batches.run({ key, redisKey: rateLimitKey(prefix, key), ...gcraMicroseconds(policy) }),
+    take: (key, policy) => {
+      call ??= { key, redisKey: rateLimitKey(prefix, key), ...gcraMicroseconds(policy) };
+      return batches.run(call);
+    },
   };
   return new SharedRateLimiter(options, environment, permits);
 }

@@ -29,11 +29,15 @@ import { ledgerEntryOf, type StoredLedgerEntry, storedEntryOf } from '../../ledg
 import { parseDuration } from '../../pipeline/duration.ts';
 import { InvalidOptionError } from '../../pipeline/errors.ts';
 import type { StrategyEnvironment } from '../../pipeline/strategy.ts';
+import type { CircuitController } from '../../strategies/circuit-breaker/controller.ts';
+import { SharedCircuitBreaker } from '../../strategies/circuit-breaker/fleet.ts';
 import type {
   CircuitProbeClaim,
   CircuitSync,
   CircuitSyncReply,
+  LocalCircuitBreaker,
   SharedCircuitStore,
+  SharedCircuits,
 } from '../../strategies/circuit-breaker/shared.ts';
 import { InvalidKeyError, StaleTokenError, StoreUnavailableError } from '../../strategies/lock/errors.ts';
 import { type LeaseInfo, type LockStore, storeKeyByteLimit } from '../../strategies/lock/store.ts';
@@ -98,7 +102,9 @@ type PipelineReplies = Array<[Error | null, unknown]> | null;
  * const store = new RedisLockStore(new Redis(process.env.REDIS_URL), { prefix: 'billing:' });
  * const pipeline = new ResiliencePipelineBuilder().addLock({ key: () => 'nightly-report', store }).build();
  */
-export class RedisLockStore implements LockStore, RunLedger, InstanceRegistry, SharedCircuitStore {
+export class RedisLockStore
+  implements LockStore, RunLedger, InstanceRegistry, SharedCircuitStore, SharedCircuits
+{
   readonly storeName = 'RedisLockStore';
   /** The client the store sends through (the one you passed). */
   readonly client: Redis | Cluster;
@@ -201,6 +207,11 @@ export class RedisLockStore implements LockStore, RunLedger, InstanceRegistry, S
   async claimProbe(key: string, claim: { owner: string; leaseMs: number }): Promise<CircuitProbeClaim> {
     const run: RunCircuitScript = (script, args) => this.#script('claimProbe', key, script, args);
     return claimRedisProbe(run, this.prefix, checkKey(key), claim);
+  }
+
+  /** A circuit breaker sharing its circuit through this store (`circuitBreaker.store`). */
+  sharedCircuitBreaker(breaker: LocalCircuitBreaker): CircuitController {
+    return new SharedCircuitBreaker(breaker, this);
   }
 
   /**

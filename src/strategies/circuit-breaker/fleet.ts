@@ -10,15 +10,15 @@ import { CircuitController } from './controller.ts';
 import { circuitBreakerDefaults } from './defaults.ts';
 import { BrokenCircuitError, IsolatedCircuitError } from './errors.ts';
 import type { HealthInfo } from './health-metrics.ts';
-import type { CircuitBreakerStrategyOptions, CircuitState } from './options.ts';
-import {
-  type CircuitSync,
-  type CircuitSyncReply,
-  type CircuitTransition,
-  isSharedCircuitStore,
-  type SharedCircuitState,
-  type SharedCircuitStore,
-  sharedCircuits,
+import type { CircuitState } from './options.ts';
+import type {
+  CircuitProbeClaim,
+  CircuitSync,
+  CircuitSyncReply,
+  CircuitTransition,
+  LocalCircuitBreaker,
+  SharedCircuitState,
+  SharedCircuits,
 } from './shared.ts';
 
 /** How a breaker with a `store` shares its circuit. A test pins each of them. */
@@ -49,15 +49,6 @@ export interface OnCircuitStoreRestoredArguments {
 }
 
 const ignore = () => {};
-
-/**
- * Makes the circuit breakers built with a `store` share their circuit through it. Each store with
- * the capability (MemoryLockStore, RedisLockStore, PostgresLockStore, MysqlLockStore) calls it when
- * its module loads, so that a pipeline without a store never bundles this file.
- */
-export function enableSharedCircuits(): void {
-  sharedCircuits.controller ??= SharedCircuitController;
-}
 
 /**
  * Wraps the local behavior: every outcome is counted for the next sync as well as locally. While
@@ -114,8 +105,9 @@ class SharedBehavior implements CircuitBehavior {
 let instances = 0;
 
 /**
- * The circuit controller of a breaker given a `store` (see `CircuitBreakerStrategyOptions.store`).
- * It is the local controller, with the fleet's state applied to it:
+ * The circuit of a breaker given a `store` (see `CircuitBreakerStrategyOptions.store`), made by the
+ * store's `sharedCircuitBreaker()` on its {@link SharedCircuits}, so that only a store brings this
+ * file into a bundle. It is the local circuit, with the fleet's state applied to it:
  *
  * - Calls on a closed circuit count their outcome in memory, nothing more. A timer (the pipeline's
  *   TimeProvider, unref'd) syncs every {@link sharedCircuitDefaults.syncInterval} ms while the
@@ -130,9 +122,13 @@ let instances = 0;
  *   leaves the breaker on its own counts, as without a store, reported once as
  *   `OnCircuitStoreUnavailable`; it retries every {@link sharedCircuitDefaults.retryInterval} ms and
  *   reports `OnCircuitStoreRestored` when a sync succeeds again, from when the fleet's state applies.
+ *
+ * @example
+ * // in a store of your own, with syncCircuit() and claimProbe()
+ * sharedCircuitBreaker(breaker: LocalCircuitBreaker) { return new SharedCircuitBreaker(breaker, this); }
  */
-class SharedCircuitController extends CircuitController {
-  readonly #store: SharedCircuitStore;
+export class SharedCircuitBreaker extends CircuitController {
+  readonly #circuits: SharedCircuits;
   readonly #key: string;
   readonly #owner: string;
   readonly #environment: StrategyEnvironment;
@@ -165,22 +161,18 @@ class SharedCircuitController extends CircuitController {
   /** Set while a transition learned from the store is applied: it is not handed back to the store. */
   #applying = false;
 
-  constructor(
-    breakDuration: number,
-    behavior: CircuitBehavior,
-    options: CircuitBreakerStrategyOptions,
-    environment: StrategyEnvironment,
-  ) {
+  constructor(breaker: LocalCircuitBreaker, circuits: SharedCircuits) {
+    const { breakDuration, behavior, options, environment } = breaker;
     const { store, key } = options;
     checkOption(
       'circuitBreaker.store',
       store,
-      isSharedCircuitStore(store),
+      typeof circuits?.syncCircuit === 'function' && typeof circuits.claimProbe === 'function',
       'a store that shares circuits: MemoryLockStore, RedisLockStore, PostgresLockStore, MysqlLockStore (syncCircuit and claimProbe)',
     );
     checkOption('circuitBreaker.key', key, typeof key === 'string' && key.length > 0, 'a non-empty string');
     // A key the store cannot keep (a `}` on Redis, over 1000 bytes) fails here, not at every sync.
-    (store as { checkKey?: (key: string) => void }).checkKey?.(key!);
+    circuits.checkKey?.(key!);
     if (options.consecutiveFailures !== undefined) {
       throw new InvalidOptionError(
         'circuitBreaker.consecutiveFailures',
@@ -195,7 +187,7 @@ class SharedCircuitController extends CircuitController {
     );
     super(breakDuration, shared, options, environment);
     shared.mayBreak = () => this.#sync();
-    this.#store = store!;
+    this.#circuits = circuits;
     this.#key = key!;
     this.#behavior = shared;
     this.#environment = environment;
@@ -283,10 +275,10 @@ class SharedCircuitController extends CircuitController {
 
   async #claimProbe(context: ResilienceContext): Promise<void> {
     try {
-      let claim: Awaited<ReturnType<SharedCircuitStore['claimProbe']>> | undefined;
+      let claim: CircuitProbeClaim | undefined;
       try {
         claim = await this.#bounded(
-          this.#store.claimProbe(this.#key, { owner: this.#owner, leaseMs: this.#breakDuration }),
+          this.#circuits.claimProbe(this.#key, { owner: this.#owner, leaseMs: this.#breakDuration }),
         );
       } catch (error) {
         // The store failed us: the local breaker decides, and this call is its probe.
@@ -346,7 +338,7 @@ class SharedCircuitController extends CircuitController {
     this.#syncing = true;
     let sent: Promise<CircuitSyncReply>;
     try {
-      sent = this.#bounded(this.#store.syncCircuit(this.#key, sync));
+      sent = this.#bounded(this.#circuits.syncCircuit(this.#key, sync));
     } catch (error) {
       sent = Promise.reject(error);
     }

@@ -1,4 +1,3 @@
-import { checkOption } from '../../pipeline/errors.ts';
 import type { StrategyEnvironment } from '../../pipeline/strategy.ts';
 import type { CircuitBehavior } from './behavior.ts';
 import type { CircuitController } from './controller.ts';
@@ -12,7 +11,7 @@ import type { CircuitBreakerStrategyOptions } from './options.ts';
  *   closed at the generation the instance saw (`CircuitSync.generation`), so that of several
  *   instances deciding at once one opens it;
  * - `close` / `reopen`: the outcome of the half-open probe, applied only while this instance
- *   (`owner`) still holds the probe lease that {@link SharedCircuitStore.claimProbe} gave it;
+ *   (`owner`) still holds the probe lease that {@link SharedCircuits.claimProbe} gave it;
  * - `isolate` / `reset`: `CircuitBreakerManualControl.isolate()` / `close()`, applied always.
  */
 export type CircuitTransition = 'open' | 'close' | 'reopen' | 'isolate' | 'reset';
@@ -56,12 +55,11 @@ export interface CircuitProbeClaim extends SharedCircuitState {
 }
 
 /**
- * What a circuit breaker needs of a store to share its circuit with every instance that uses the
- * same store and key (`MemoryLockStore`, `RedisLockStore`, `PostgresLockStore`, `MysqlLockStore`
- * have it). Each method is atomic (one round trip on Redis and PostgreSQL); `key` is the breaker's
- * `key` option, which the store puts under its own prefix or table.
+ * What a store does for a shared circuit breaker: two atomic steps (one round trip on Redis and
+ * PostgreSQL) on the circuit of `key`, the breaker's `key` option, which the store puts under its
+ * own prefix or table. The breaker decides every transition; the store applies it under its guard.
  */
-export interface SharedCircuitStore {
+export interface SharedCircuits {
   /**
    * Applies `sync.transition` if its guard holds, adds the counts to the current bucket (dropping
    * buckets older than the sampling duration), and returns the circuit with the fleet's counts.
@@ -75,34 +73,44 @@ export interface SharedCircuitStore {
     key: string,
     claim: { readonly owner: string; readonly leaseMs: number },
   ): Promise<CircuitProbeClaim>;
+  /** Throws `InvalidKeyError` when the store cannot keep `key`: the breaker fails at `build()`. */
+  checkKey?(key: string): void;
 }
 
-/** True for a store with the two methods of a {@link SharedCircuitStore}. */
+/**
+ * The circuit breaker as the strategy built it from its options, handed to a store's
+ * `sharedCircuitBreaker()`. A store passes it on, unopened, to `new SharedCircuitBreaker(breaker, circuits)`.
+ */
+export interface LocalCircuitBreaker {
+  /** ms, validated: `breakDuration`. */
+  readonly breakDuration: number;
+  /** The local failure-ratio counts, which decide while the store is unreachable. */
+  readonly behavior: CircuitBehavior;
+  readonly options: CircuitBreakerStrategyOptions;
+  readonly environment: StrategyEnvironment;
+}
+
+/**
+ * A store that can share a circuit breaker's circuit with every instance that uses the same store
+ * and key (`MemoryLockStore`, `RedisLockStore`, `PostgresLockStore`, `MysqlLockStore`): the circuit
+ * breaker strategy's `store` option. The store makes the breaker (a `SharedCircuitBreaker` on its
+ * own {@link SharedCircuits}), so that a pipeline without a store carries none of this code.
+ *
+ * @example
+ * class KvCircuitStore implements SharedCircuitStore, SharedCircuits {
+ *   syncCircuit(key, sync) { ... }
+ *   claimProbe(key, claim) { ... }
+ *   sharedCircuitBreaker(breaker) { return new SharedCircuitBreaker(breaker, this); }
+ * }
+ */
+export interface SharedCircuitStore {
+  /** The breaker sharing its circuit through this store. Called by the circuit breaker strategy. */
+  sharedCircuitBreaker(breaker: LocalCircuitBreaker): CircuitController;
+}
+
+/** True for a store that can share a circuit (see {@link SharedCircuitStore}). */
 export function isSharedCircuitStore(value: unknown): value is SharedCircuitStore {
-  const store = value as Partial<SharedCircuitStore> | null | undefined;
-  return typeof store?.syncCircuit === 'function' && typeof store.claimProbe === 'function';
-}
-
-/** A controller class with the base one's constructor. */
-export type ControllerClass = new (
-  breakDuration: number,
-  behavior: CircuitBehavior,
-  options: CircuitBreakerStrategyOptions,
-  environment: StrategyEnvironment,
-) => CircuitController;
-
-/**
- * @internal The fleet-wide controller (fleet.ts), set by `enableSharedCircuits()`, which each store
- * with the capability calls when it is loaded: a breaker without a store does not bundle it.
- */
-export const sharedCircuits: { controller?: ControllerClass } = {};
-
-/**
- * The controller class for a breaker given `store`: the fleet-wide one, which checks the store
- * with {@link isSharedCircuitStore}. None is loaded before a store with the capability is.
- */
-export function sharedController(store: unknown): ControllerClass {
-  const controller = sharedCircuits.controller;
-  checkOption('circuitBreaker.store', store, controller !== undefined, 'a shared-circuit store');
-  return controller!;
+  return (
+    typeof (value as Partial<SharedCircuitStore> | null | undefined)?.sharedCircuitBreaker === 'function'
+  );
 }

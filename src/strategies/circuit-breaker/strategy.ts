@@ -18,7 +18,7 @@ import type { BrokenCircuitError, IsolatedCircuitError } from './errors.ts';
 import { createHealthMetrics } from './health-metrics.ts';
 import { attach, CircuitBreakerManualControl, CircuitBreakerStateProvider } from './manual-control.ts';
 import type { CircuitBreakerPredicateArguments, CircuitBreakerStrategyOptions } from './options.ts';
-import { sharedController } from './shared.ts';
+import { isSharedCircuitStore } from './shared.ts';
 
 /**
  * Stops calling a failing dependency for a while. Polly v8 semantics and defaults: the circuit
@@ -78,10 +78,20 @@ class CircuitBreakerStrategy implements ResilienceStrategy {
       max,
     );
     this.#shouldHandle = options.shouldHandle;
-    // With a store, the fleet-wide controller (fleet.ts), which the store's module brings along.
-    this.#controller = new (
-      options.store === undefined ? CircuitController : sharedController(options.store)
-    )(breakDuration, createBehavior(options, environment), options, environment);
+    const behavior = createBehavior(options, environment);
+    const { store } = options;
+    if (store === undefined) {
+      this.#controller = new CircuitController(breakDuration, behavior, options, environment);
+    } else {
+      // The store makes the shared breaker, so a pipeline without one carries none of its code.
+      checkOption(
+        'circuitBreaker.store',
+        store,
+        isSharedCircuitStore(store),
+        'a store that shares circuits: MemoryLockStore, RedisLockStore, PostgresLockStore, MysqlLockStore, or one with sharedCircuitBreaker()',
+      );
+      this.#controller = store.sharedCircuitBreaker({ breakDuration, behavior, options, environment });
+    }
     stateProvider?.[attach](this.#controller);
     manualControl?.[attach](this.#controller);
   }
