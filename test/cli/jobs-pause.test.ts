@@ -25,7 +25,7 @@ describe('--help', () => {
       '<name>',
       '--reason <text>',
       'Exit codes: 0 paused; 1',
-      '2 bad config or unknown job',
+      '2 bad config, unknown job or bad --reason',
     ])
       expect(pause.stdout).toContain(text);
     expect(pause.stdout).toContain('$ resil jobs pause nightly-report --reason');
@@ -41,7 +41,7 @@ describe('--help', () => {
     expect(jobs.stdout).toMatch(/resume <name>/);
   });
 
-  it('on the in-memory default store: exit 1, saying a shared store is needed; unknown job exit 2', async () => {
+  it('on the in-memory default store: exit 1, saying a shared store is needed; unknown job or bad --reason exit 2', async () => {
     const project = createProject({
       'resil.config.ts': tsConfig(`[{ name: 'report', schedule: '0 2 * * *', run: async () => {} }]`),
     });
@@ -57,6 +57,12 @@ describe('--help', () => {
         expect(unknown.code).toBe(2);
         expect(unknown.stderr).toContain('unknown job "reprot"');
         expect(unknown.stderr).toContain('(did you mean "report"?)');
+      }
+      // A reason is some text of at most 500 characters, as for jobs run.
+      for (const reason of ['  ', 'x'.repeat(501)]) {
+        const bad = await runCli(['jobs', 'pause', 'report', '--reason', reason], { cwd: project.directory });
+        expect(bad.code).toBe(2);
+        expect(bad.stderr).toContain('Expected some text of at most 500 characters.');
       }
     } finally {
       project.remove();

@@ -258,7 +258,7 @@ Examples:
       'pause a job fleet-wide, in the store: every resil run skips its fires (reason paused) from its next fire on, without a restart',
     )
     .argument('<name>', "the job's name")
-    .option('--reason <text>', 'why, kept with the pause and shown by jobs list and jobs run')
+    .option('--reason <text>', 'why, kept with the pause and shown by jobs list and jobs run', parseReason)
     .addHelpText(
       'after',
       `
@@ -269,7 +269,7 @@ Needs a shared store (RedisLockStore, PostgresLockStore or MysqlLockStore): the 
 store is this process's only.
 
 Exit codes: 0 paused; 1 the store is not a shared one, or unreachable (within 5 s);
-2 bad config or unknown job.
+2 bad config, unknown job or bad --reason (empty, or over 500 characters).
 
 Examples:
   $ resil jobs pause nightly-report

@@ -131,10 +131,11 @@ function checkBody(action: ActionName, body: Record<string, unknown>): { reason?
     );
   }
   if (body.reason === undefined || body.reason === null) return {};
-  if (typeof body.reason !== 'string' || body.reason.length > maxReasonLength) {
+  // Measured after the trim, as the CLI's --reason is.
+  const reason = typeof body.reason === 'string' ? body.reason.trim() : undefined;
+  if (reason === undefined || reason.length > maxReasonLength) {
     throw new HttpError(400, `reason must be a string of at most ${maxReasonLength} characters`);
   }
-  const reason = body.reason.trim();
   return reason === '' ? {} : { reason };
 }
 
