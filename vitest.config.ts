@@ -3,6 +3,20 @@ import { defineConfig } from 'vitest/config';
 
 const src = (path: string) => fileURLToPath(new URL(`./src/${path}`, import.meta.url));
 
+/**
+ * The fault tests: fleets of real processes, servers stopped, paused and failed over, a browser.
+ * They run one file at a time, after the rest and alone, so that what they time (a takeover within
+ * a ttl, a failover within a bound) is not slowed by other tests. The rest, mostly waiting on
+ * servers and spawned processes, run two files at a time.
+ */
+const faultTests = [
+  'test/fleet/**/*.test.ts',
+  'test/stores/*/faults.test.ts',
+  'test/stores/redis/sentinel.test.ts',
+  'test/dashboard/browser.test.ts',
+  'test/cli/dst-run.test.ts',
+];
+
 export default defineConfig({
   resolve: {
     alias: [
@@ -17,9 +31,24 @@ export default defineConfig({
   },
   test: {
     reporters: ['default', './test/support/summary-reporter.ts'],
-    include: ['test/**/*.test.ts'],
-    typecheck: { enabled: true, include: ['test/**/*.test-d.ts'] },
     testTimeout: 20_000,
     hookTimeout: 60_000,
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: 'suite',
+          include: ['test/**/*.test.ts'],
+          exclude: faultTests,
+          typecheck: { enabled: true, include: ['test/**/*.test-d.ts'] },
+          sequence: { groupOrder: 0 },
+          maxWorkers: 2,
+        },
+      },
+      {
+        extends: true,
+        test: { name: 'faults', include: faultTests, sequence: { groupOrder: 1 }, maxWorkers: 1 },
+      },
+    ],
   },
 });
