@@ -460,68 +460,92 @@ describe.skipIf(!redisUrl || !faketime)(
       90_000,
     );
 
-    it.skipIf(!redisServerAvailable())(
-      'redis: the store down 5 s and back with its data: every occurrence of the outage completes once after it, none early',
-      async () => {
-        // Persistence on: the restart keeps every lease, token and record (SHUTDOWN writes the AOF).
-        const dataDirectory = mkdtempSync(join(tmpdir(), 'resil-redis-aof-'));
-        const persistent = ['--appendonly', 'yes', '--dir', dataDirectory];
-        let server = await startRedisServer({ args: persistent });
-        try {
-          const fixture = fixtureFor('occ-outage', {
-            store: 'redis',
-            schedule: '* * * * * *',
-            workMs: 100,
-            lock: { ttl: 3_000 },
-            // The occurrences of the outage all come due when it ends: they run one after another.
-            overlap: 'buffer-all',
-          });
-          const fleet = await fleetOfThree(fixture, server.url);
-          const from = Math.ceil((await redisNow()) / 1000) * 1000 + 3_000;
-          await sleep(from + 3_000 - (await redisNow()));
-          let downAt: number;
-          let upAt: number;
-          ({ server, downAt, upAt } = await restart(server, 5_000, persistent));
-          await sleep(10_000);
-          const until = Math.floor((await redisNow()) / 1000) * 1000 - 3_000;
-          await Promise.all(fleet.map((run) => run.process.stop(15_000)));
+    for (const store of ['redis', 'cluster'] as const) {
+      it.skipIf(!redisServerAvailable())(
+        `${store}: the store down 5 s and back with its data: every occurrence of the outage completes once after it, none early`,
+        async () => {
+          // Persistence on: the restart keeps every lease, token and record (SHUTDOWN writes the AOF;
+          // a Cluster node its cluster config too).
+          const dataDirectory = mkdtempSync(join(tmpdir(), 'resil-redis-aof-'));
+          const persistent = ['--appendonly', 'yes', '--dir', dataDirectory];
+          let server = store === 'redis' ? await startRedisServer({ args: persistent }) : undefined;
+          const ownCluster =
+            store === 'cluster' ? await startRedisCluster({ masters: 3, persistent: true }) : undefined;
+          try {
+            const fixture = fixtureFor(`occ-outage-${store}`, {
+              store,
+              schedule: '* * * * * *',
+              workMs: 100,
+              lock: { ttl: 3_000 },
+              // The occurrences of the outage all come due when it ends: they run one after another.
+              overlap: 'buffer-all',
+            });
+            let fleet: RunProcess[];
+            if (ownCluster === undefined) fleet = await fleetOfThree(fixture, server!.url);
+            else {
+              const on = { cluster: ownCluster };
+              fleet = [
+                start(fixture, 'a', on),
+                start(fixture, 'b', on),
+                start(fixture, 'fast', { ...on, clockOffset: '+2s' }),
+              ];
+              await Promise.all(fleet.map(started));
+            }
+            const from = Math.ceil((await redisNow()) / 1000) * 1000 + 3_000;
+            await sleep(from + 3_000 - (await redisNow()));
+            let downAt = 0;
+            let upAt: number;
+            if (ownCluster === undefined)
+              ({ server, downAt, upAt } = await restart(server!, 5_000, persistent));
+            else {
+              // Every node down (its shards' leases, tokens and records with it), then back.
+              await ownCluster.restart(5_000, async () => {
+                downAt = await redisNow();
+              });
+              upAt = await redisNow();
+            }
+            await sleep(10_000);
+            const until = Math.floor((await redisNow()) / 1000) * 1000 - 3_000;
+            await Promise.all(fleet.map((run) => run.process.stop(15_000)));
 
-          const all = await entries(fixture);
-          const result = figures(all, fleet, from, until, 1_000);
-          const ofOutage = all.filter(
-            (entry) => entry.phase === 'done' && entry.scheduledAt > downAt && entry.scheduledAt < upAt,
-          );
-          report(
-            `redis, 3 instances (one 2 s fast), Redis down ${Math.round(upAt - downAt)} ms and restarted with its data`,
-            result,
-          );
-          expect(result.occurrences).toBeGreaterThanOrEqual(15);
-          // Each occurrence due while the store was down ran once, after it came back.
-          const outageRuns = new Map<number, number>();
-          for (const entry of ofOutage)
-            outageRuns.set(entry.scheduledAt, (outageRuns.get(entry.scheduledAt) ?? 0) + 1);
-          expect(outageRuns.size).toBeGreaterThanOrEqual(4);
-          expect([...outageRuns.values()].every((count) => count === 1)).toBe(true);
-          // A run in flight when the store went down outlives its lease (its fenced write waits for
-          // the store, and it ignores its aborted signal): it may be taken over after the outage,
-          // and both runs' writes pass the fence in token order. No occurrence due later ran twice.
-          const twice = [
-            ...new Set(all.filter((entry) => entry.phase === 'done').map((entry) => entry.scheduledAt)),
-          ].filter(
-            (instant) =>
-              all.filter((entry) => entry.phase === 'done' && entry.scheduledAt === instant).length > 1,
-          );
-          expect(twice.filter((instant) => instant > downAt)).toEqual([]);
-          expect(result.early).toBe(0);
-          expect(result.lost).toBe(0);
-          for (const run of fleet) expect(await run.process.exited).toEqual({ code: 0, signal: null });
-        } finally {
-          await server.stop();
-          rmSync(dataDirectory, { recursive: true, force: true });
-        }
-      },
-      90_000,
-    );
+            const all = await entries(fixture);
+            const result = figures(all, fleet, from, until, 1_000);
+            const ofOutage = all.filter(
+              (entry) => entry.phase === 'done' && entry.scheduledAt > downAt && entry.scheduledAt < upAt,
+            );
+            report(
+              `${store}, 3 instances (one 2 s fast), ${store === 'redis' ? 'Redis' : 'every Cluster node'} down ${Math.round(upAt - downAt)} ms and restarted with its data`,
+              result,
+            );
+            expect(result.occurrences).toBeGreaterThanOrEqual(15);
+            // Each occurrence due while the store was down ran once, after it came back.
+            const outageRuns = new Map<number, number>();
+            for (const entry of ofOutage)
+              outageRuns.set(entry.scheduledAt, (outageRuns.get(entry.scheduledAt) ?? 0) + 1);
+            expect(outageRuns.size).toBeGreaterThanOrEqual(4);
+            expect([...outageRuns.values()].every((count) => count === 1)).toBe(true);
+            // A run in flight when the store went down outlives its lease (its fenced write waits for
+            // the store, and it ignores its aborted signal): it may be taken over after the outage,
+            // and both runs' writes pass the fence in token order. No occurrence due later ran twice.
+            const twice = [
+              ...new Set(all.filter((entry) => entry.phase === 'done').map((entry) => entry.scheduledAt)),
+            ].filter(
+              (instant) =>
+                all.filter((entry) => entry.phase === 'done' && entry.scheduledAt === instant).length > 1,
+            );
+            expect(twice.filter((instant) => instant > downAt)).toEqual([]);
+            expect(result.early).toBe(0);
+            expect(result.lost).toBe(0);
+            for (const run of fleet) expect(await run.process.exited).toEqual({ code: 0, signal: null });
+          } finally {
+            await server?.stop();
+            await ownCluster?.stop();
+            rmSync(dataDirectory, { recursive: true, force: true });
+          }
+        },
+        90_000,
+      );
+    }
 
     it('default overlap and wait: a killed holder of a long run is taken over, once (ttl 3 s to keep it short)', async () => {
       const fixture = fixtureFor('occ-default', {

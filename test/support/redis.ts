@@ -206,37 +206,60 @@ export interface RedisClusterServers {
   readonly nodes: readonly RedisServer[];
   /** `[{ host, port }]` for `new Cluster(startupNodes)`. */
   readonly startupNodes: Array<{ host: string; port: number }>;
+  /**
+   * With `persistent`: stops every node, and once `downMs` has passed starts each again on its
+   * port with its data (AOF and cluster config), then waits for `cluster_state:ok`.
+   */
+  restart(downMs: number, onDown?: () => Promise<void>): Promise<void>;
   stop(): Promise<void>;
 }
 
 /**
  * Starts `masters` (default 3) `redis-server --cluster-enabled yes` nodes on free ports, joins them
  * with `redis-cli --cluster create ... --cluster-yes` and waits until every node reports
- * `cluster_state:ok`.
+ * `cluster_state:ok`. With `persistent`, each node keeps an AOF and its cluster config in a
+ * folder of its own until `stop()`, so that `restart()` brings the same cluster back with its data.
  */
 export async function startRedisCluster({
   masters = 3,
+  persistent = false,
 }: {
   masters?: number;
+  persistent?: boolean;
 } = {}): Promise<RedisClusterServers> {
   const nodes: RedisServer[] = [];
+  const directories: string[] = [];
+  const argsOf = (index: number) => [
+    '--cluster-enabled',
+    'yes',
+    '--cluster-config-file',
+    'nodes.conf',
+    '--cluster-node-timeout',
+    '2000',
+    ...(persistent ? ['--appendonly', 'yes', '--dir', directories[index]!] : []),
+  ];
   const stop = async () => {
     await Promise.all(nodes.map((node) => node.stop()));
+    for (const directory of directories) rmSync(directory, { recursive: true, force: true });
   };
+  const clusterOk = () =>
+    waitUntil(
+      'cluster_state:ok on every node',
+      async () => {
+        for (const node of nodes) {
+          const { stdout } = await run('redis-cli', ['-p', String(node.port), 'cluster', 'info'], {
+            timeout: 2_000,
+          });
+          if (!stdout.includes('cluster_state:ok')) return false;
+        }
+        return true;
+      },
+      { timeoutMs: 20_000, intervalMs: 100 },
+    );
   try {
     for (let index = 0; index < masters; index++) {
-      nodes.push(
-        await startRedisServer({
-          args: [
-            '--cluster-enabled',
-            'yes',
-            '--cluster-config-file',
-            'nodes.conf',
-            '--cluster-node-timeout',
-            '2000',
-          ],
-        }),
-      );
+      if (persistent) directories.push(mkdtempSync(join(tmpdir(), 'resil-cluster-node-')));
+      nodes.push(await startRedisServer({ args: argsOf(index) }));
     }
     await run(
       'redis-cli',
@@ -250,24 +273,27 @@ export async function startRedisCluster({
       ],
       { timeout: 20_000 },
     );
-    await waitUntil(
-      'cluster_state:ok on every node',
-      async () => {
-        for (const node of nodes) {
-          const { stdout } = await run('redis-cli', ['-p', String(node.port), 'cluster', 'info'], {
-            timeout: 2_000,
-          });
-          if (!stdout.includes('cluster_state:ok')) return false;
-        }
-        return true;
-      },
-      { timeoutMs: 20_000, intervalMs: 100 },
-    );
+    await clusterOk();
   } catch (error) {
     await stop();
     throw error;
   }
-  return { nodes, startupNodes: nodes.map((node) => ({ host: '127.0.0.1', port: node.port })), stop };
+  const restart = async (downMs: number, onDown?: () => Promise<void>) => {
+    if (!persistent) throw new Error('restart() needs a cluster started with persistent: true');
+    await Promise.all(nodes.map((node) => node.stop()));
+    await onDown?.();
+    await new Promise((resolve) => setTimeout(resolve, downMs));
+    for (const [index, node] of nodes.entries()) {
+      nodes[index] = await startRedisServer({ port: node.port, args: argsOf(index) });
+    }
+    await clusterOk();
+  };
+  return {
+    nodes,
+    startupNodes: nodes.map((node) => ({ host: '127.0.0.1', port: node.port })),
+    restart,
+    stop,
+  };
 }
 
 /** A key prefix no other test (or test run) shares: `resil-test:<name>:<random>:`. */
