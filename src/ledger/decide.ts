@@ -158,10 +158,23 @@ export function recordDecides(
   entry: LedgerEntry | undefined,
   now: number,
 ): boolean {
-  if (!finalRecordDecides(request)) return false;
-  if (now < request.scheduledAt) return true;
-  if (entry === undefined) return false;
-  return isFinal(entry.outcome) || (entry.outcome === 'running' && entry.expiresAt! > now);
+  return answerOfRecord(request, entry, now) !== undefined;
+}
+
+/** The answer of a claim that its record decides alone (see {@link recordDecides}), else `undefined`. */
+function answerOfRecord(
+  request: Pick<ClaimRequest, 'manual' | 'trigger' | 'scheduledAt'>,
+  entry: LedgerEntry | undefined,
+  now: number,
+): ClaimDecision | undefined {
+  if (!finalRecordDecides(request)) return undefined;
+  if (now < request.scheduledAt)
+    return { status: 'wait', retryAt: request.scheduledAt, runningElsewhere: false };
+  if (entry === undefined) return undefined;
+  if (isFinal(entry.outcome)) return { status: 'skipped', reason: 'already-done' };
+  if (entry.outcome === 'running' && entry.expiresAt! > now)
+    return { status: 'wait', retryAt: entry.expiresAt!, runningElsewhere: true };
+  return undefined;
 }
 
 /** The public record of an entry: without the lease and queue fields. */
@@ -244,6 +257,9 @@ export function decideClaim(view: LedgerView, request: ClaimRequest): Decision<C
   const limit = overlap === 'allow-all' ? Number.POSITIVE_INFINITY : (request.concurrency ?? 1);
   const keyLease = view.lease;
   const bounded = boundedClaim(request);
+  // What the record decides alone, first: a store may have read it alone (`recordDecides`).
+  const alone = answerOfRecord(request, entry, now);
+  if (alone !== undefined) return draft.done(alone);
   if (request.manual === true) {
     // Forced: beside whatever runs, under a lease of its own. Under `skip`, a manual run that
     // cannot start now leaves no record: nothing was due.

@@ -7,7 +7,6 @@ import {
   decideFinish,
   decideRenew,
   finalRecordDecides,
-  holdsOwnLease,
   type LedgerChanges,
   type LedgerEntry,
   type LedgerView,
@@ -50,11 +49,6 @@ export interface ReadTarget {
    * with `recordOnly` set). When they do not decide, the claim reads again without it.
    */
   readonly recordFirst?: boolean;
-  /**
-   * Set for a renewal or a finish of an occurrence that runs under a lease of its own
-   * (`holdsOwnLease`): a store that keeps an index of running occurrences may hold it there.
-   */
-  readonly ownLease?: boolean;
   /** Set when the decision may trim: the view then has `history`. */
   readonly trim?: ResolvedTrim;
 }
@@ -162,7 +156,6 @@ export class LedgerEngine {
       key: lease.key,
       job: lease.job,
       occurrences: [lease.scheduledAt],
-      ...(holdsOwnLease(lease) ? { ownLease: true } : {}),
     };
     return (await this.#decide(target, (view) => decideRenew(view, lease, ttlMs))).answer;
   }
@@ -179,7 +172,6 @@ export class LedgerEngine {
       key: lease.key,
       job: lease.job,
       occurrences: [lease.scheduledAt],
-      ...(holdsOwnLease(lease) ? { ownLease: true } : {}),
       trim,
     };
     const { answer } = await this.#decide(target, (view) => decideFinish(view, lease, result, trim));
@@ -236,7 +228,10 @@ export class LedgerEngine {
       return stored.recordOnly === true ? undefined : writeChangesOf(stored, decision.changes);
     });
     if (whole) return this.#apply({ ...target, recordFirst: false }, decide, options);
-    if (trims && trimWith !== undefined) return this.#apply({ ...target, trim: trimWith }, decide, {});
+    if (trims && trimWith !== undefined) {
+      const { recordDecides } = options;
+      return this.#apply({ ...target, trim: trimWith }, decide, recordDecides ? { recordDecides } : {});
+    }
     return applied.token === undefined ? { answer: answer! } : { answer: answer!, token: applied.token };
   }
 }

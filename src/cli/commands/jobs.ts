@@ -269,7 +269,7 @@ Needs a shared store (RedisLockStore, PostgresLockStore or MysqlLockStore): the 
 store is this process's only.
 
 Exit codes: 0 paused; 1 the store is not a shared one, or unreachable (within 5 s);
-2 bad config, unknown job or bad --reason (empty, or over 500 characters).
+2 bad config, unknown job or bad --reason (empty, or over ${maxReasonLength} characters).
 
 Examples:
   $ resil jobs pause nightly-report

@@ -204,17 +204,25 @@ local function readView(KEYS, ARGV, now)
   for _, field in ipairs(queue) do want(field) end
   for _, field in ipairs(runs) do want(field) end
   for _, field in ipairs(oldest) do want(field) end
-  local records
-  if known and #fields == asked then
-    records = { redis.call('HGET', KEYS[4], 'v') }
-    for i = 1, asked do records[i + 1] = known[i] end
-  elseif known then
-    records = redis.call('HMGET', KEYS[4], 'v', unpack(fields, asked + 1))
-    for i = asked, 1, -1 do table.insert(records, 2, known[i]) end
-  else
-    records = redis.call('HMGET', KEYS[4], 'v', unpack(fields))
+  -- The counter and every field, but those of the records already read (a missing one is false).
+  local have = {}
+  if known then
+    for i = 1, asked do have[ARGV[5 + i]] = known[i] end
   end
-  local counter = table.remove(records, 1)
+  local rest = {}
+  for _, field in ipairs(fields) do
+    if have[field] == nil then rest[#rest + 1] = field end
+  end
+  local got = redis.call('HMGET', KEYS[4], 'v', unpack(rest))
+  local counter, records, r = got[1], {}, 1
+  for i, field in ipairs(fields) do
+    if have[field] ~= nil then
+      records[i] = have[field]
+    else
+      r = r + 1
+      records[i] = got[r]
+    end
+  end
   local askedRecords = {}
   for i = 1, asked do askedRecords[i] = records[fieldIndex[ARGV[5 + i]]] end
   local version = digestOf(counter, owner, current, askedRecords, asked)
@@ -246,8 +254,9 @@ return view
  * for ('' for none), the key's release channel to release its lease and publish there ('' for none;
  * a channel is not a key: a client's key prefix does not apply), '1' to clear the current occurrence with it,
  * the number of records put, the number dropped, then 6 per put (occurrence, record JSON, '1' when
- * new to the index, queue, succeeded and running index: '1' add, '-1' remove, '0' leave) and 4 per
- * drop (occurrence, then '1' for each of the queue, succeeded and running index that holds it).
+ * new to the index, queue, succeeded and running index: '1' add, '-1' remove, '0' leave) and 3 per
+ * drop (occurrence, '1' when queued, '1' when succeeded; a dropped occurrence is never running, and
+ * left the running index when it stopped running).
  * Writes nothing and replies 0 when the version changed; else increments the job's counter (in the
  * HSET of the records put) and replies the granted occurrence's token (written into its record), or -1.
  *
@@ -298,20 +307,18 @@ if releaseChannel ~= '' then
 end
 if drops > 0 then
   -- One command per key: the records and the index, then whichever other index held some.
-  local dropped, queued, succeeded, running = {}, {}, {}, {}
+  local dropped, queued, succeeded = {}, {}, {}
   for i = 1, drops do
     local field = ARGV[p]
     dropped[i] = field
     if ARGV[p + 1] == '1' then queued[#queued + 1] = field end
     if ARGV[p + 2] == '1' then succeeded[#succeeded + 1] = field end
-    if ARGV[p + 3] == '1' then running[#running + 1] = field end
-    p = p + 4
+    p = p + 3
   end
   redis.call('HDEL', KEYS[4], unpack(dropped))
   redis.call('ZREM', KEYS[5], unpack(dropped))
   if #queued > 0 then redis.call('ZREM', KEYS[6], unpack(queued)) end
   if #succeeded > 0 then redis.call('ZREM', KEYS[7], unpack(succeeded)) end
-  if #running > 0 then redis.call('ZREM', KEYS[9], unpack(running)) end
 end
 return token
 `;

@@ -412,15 +412,13 @@ export class RedisLockStore
         indexChange(before?.outcome === 'queued', entry.outcome === 'queued'),
         indexChange(before?.outcome === 'success', entry.outcome === 'success'),
         // Kept for the claims that read it: a running occurrence joins it only from one of them,
-        // and leaves it by a claim or by its own lease's finish (a key's lease never joins).
+        // and leaves it whenever it stops running (so a trim, which drops no running occurrence,
+        // never has to).
         entry.outcome === 'running'
           ? before?.outcome !== 'running' && target.running
             ? '1'
             : '0'
-          : before?.outcome === 'running' &&
-              (target.operation === 'claimOccurrence' || target.ownLease === true)
-            ? '-1'
-            : '0',
+          : indexChange(before?.outcome === 'running', false),
       );
     }
     for (const entry of changes.drop) {
@@ -428,7 +426,6 @@ export class RedisLockStore
         String(entry.scheduledAt),
         entry.outcome === 'queued' ? '1' : '0',
         entry.outcome === 'success' ? '1' : '0',
-        entry.outcome === 'running' ? '1' : '0',
       );
     }
     const reply = (await this.#writes.run({
