@@ -1,7 +1,9 @@
 /**
  * What a claim reads on Redis, counted on a private server's INFO commandstats: a claim whose
  * occurrence is done, or running under a live lease, reads that record alone (one HMGET, beside
- * the batch's TIME); a claim that may be granted reads the job's whole view.
+ * the batch's TIME); a claim that may be granted reads the job's whole view. And the index of
+ * running occurrences (`running:<job>`, read by claims with a `concurrency` above 1) holds an
+ * occurrence only while it runs, whichever claim or finish ends it.
  */
 import { Redis } from 'ioredis';
 import type { ClaimRequest } from 'resil';
@@ -105,5 +107,19 @@ describe.skipIf(privateRedisUnavailableReason())('RedisLockStore: what a claim r
     expect(again.get).toBeGreaterThanOrEqual(1);
     expect(again.exists).toBe(1);
     if (holder.status === 'granted') await store.finishOccurrence(holder.lease, { outcome: 'success' });
+  });
+  it('a bounded occurrence taken over by a claim with concurrency 1 (a config change) leaves the running index when that run finishes', async () => {
+    const running = () => client.zrange('reads:{sync}:running:sync', 0, -1);
+    const job = { job: 'sync', key: 'sync' } as const;
+    const first = await store.claimOccurrence(request({ ...job, concurrency: 2, ttlMs: 100 }));
+    if (first.status !== 'granted') throw new Error(JSON.stringify(first));
+    expect(await running()).toEqual([String(at)]);
+    // Its holder is gone: the lease runs out on the server's clock.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const takeover = await store.claimOccurrence(request(job));
+    if (takeover.status !== 'granted') throw new Error(JSON.stringify(takeover));
+    expect(takeover.takeover).toBe(true);
+    await store.finishOccurrence(takeover.lease, { outcome: 'success' });
+    expect(await running()).toEqual([]);
   });
 });
