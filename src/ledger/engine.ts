@@ -16,6 +16,7 @@ import {
   resolvedTrim,
   trimmed,
 } from './decide.ts';
+import type { KnownViews, VersionParts } from './known-views.ts';
 
 /**
  * What a store shared by processes gives the run ledger: one atomic step per job and key, and no
@@ -69,6 +70,8 @@ export interface StoredView {
    * limit's excess (a decision may add one record older than some of them).
    */
   readonly history?: { readonly total: number; readonly oldest: readonly number[] };
+  /** What the version is a digest of, for a store that keeps {@link KnownViews}. */
+  readonly parts?: VersionParts;
 }
 
 /**
@@ -83,28 +86,75 @@ export interface WriteChanges extends Omit<LedgerChanges, 'put' | 'trim'> {
   readonly current: number | undefined;
 }
 
-/** Written (with the grant's token), or not: the version changed since the read. */
-export type WriteReply = { readonly written: true; readonly token?: number } | { readonly written: false };
+/**
+ * Written (with the grant's token), or not: the version changed since the read. A store that keeps
+ * {@link KnownViews} also tells its time and the records as it wrote them.
+ */
+export type WriteReply =
+  | {
+      readonly written: true;
+      readonly token?: number;
+      readonly now?: number;
+      readonly records?: ReadonlyMap<number, string>;
+    }
+  | { readonly written: false };
 
 /** How many times a decision is made again on a view that changed before it could be written. */
 const maxAttempts = 50;
 
 /**
  * `apply` for a store with a read and a conditional write (Redis): reads, decides, and writes only
- * where the version read still holds; else reads and decides again.
+ * where the version read still holds; else reads and decides again. With `known`, a decision is
+ * first made on the view the process knows after its last write of the job, if any, and written
+ * at once (`decidedAt`: the store time it was made at); refused, it is read and decided again.
  */
 export function compareAndWrite(
   storeName: string,
   read: (target: ReadTarget) => Promise<StoredView>,
-  write: (target: ReadTarget, version: string, changes: WriteChanges) => Promise<WriteReply>,
+  write: (
+    target: ReadTarget,
+    version: string,
+    changes: WriteChanges,
+    decidedAt?: number,
+  ) => Promise<WriteReply>,
+  known?: KnownViews,
 ): LedgerPrimitive['apply'] {
+  const written = async (
+    target: ReadTarget,
+    stored: StoredView,
+    changes: WriteChanges,
+    decidedAt?: number,
+  ): Promise<Applied | undefined> => {
+    let reply: WriteReply;
+    try {
+      reply = await write(target, stored.version!, changes, decidedAt);
+    } catch (error) {
+      // It may have been written or not: what the process knew is no longer sure.
+      known?.forget(target);
+      throw error;
+    }
+    if (!reply.written) return undefined;
+    if (known !== undefined) {
+      if (reply.now === undefined || reply.records === undefined) known.forget(target);
+      else known.remember(target, stored, changes, { ...reply, now: reply.now, records: reply.records });
+    }
+    return reply.token === undefined ? {} : { token: reply.token };
+  };
   return async (target, decide) => {
+    const guess = known?.stored(target);
+    if (guess !== undefined) {
+      const changes = decide(guess.stored);
+      // A decision that writes nothing is not checked by the store: it is made on a read.
+      const applied = changes && (await written(target, guess.stored, changes, guess.decidedAt));
+      if (applied !== undefined) return applied;
+      known!.forget(target);
+    }
     for (let attempt = 1; ; attempt++) {
       const stored = await read(target);
       const changes = decide(stored);
       if (changes === undefined) return {};
-      const reply = await write(target, stored.version!, changes);
-      if (reply.written) return reply.token === undefined ? {} : { token: reply.token };
+      const applied = await written(target, stored, changes);
+      if (applied !== undefined) return applied;
       if (attempt === maxAttempts) {
         throw new StoreUnavailableError(
           `${storeName}: the run ledger of "${target.job}" changed under each of ${maxAttempts} attempts to write it.`,
@@ -123,13 +173,22 @@ export class LedgerEngine {
   /** Per key: the last decision queued, settled. */
   readonly #inFlight = new Map<string, Promise<void>>();
 
-  constructor(primitive: LedgerPrimitive) {
+  readonly #claimsReadHistory: boolean;
+
+  /**
+   * With `claimsReadHistory`, a claim's view has the history a trim needs (a primitive keeping
+   * {@link KnownViews} wants it: the finish then trims on the view it knows); without it, a claim
+   * that trims reads again with it.
+   */
+  constructor(primitive: LedgerPrimitive, options: { readonly claimsReadHistory?: boolean } = {}) {
     this.#primitive = primitive;
+    this.#claimsReadHistory = options.claimsReadHistory === true;
   }
 
   async claimOccurrence(request: ClaimRequest): Promise<ClaimResult> {
     const { job, key } = request;
     // Without the history a trim needs: only a claim that records a skip trims, and it reads again.
+    const trim = resolvedTrim(request);
     const target: ReadTarget = {
       operation: 'claimOccurrence',
       key,
@@ -137,9 +196,10 @@ export class LedgerEngine {
       occurrences: [request.scheduledAt],
       ...(boundedClaim(request) ? { running: true } : {}),
       ...(finalRecordDecides(request) ? { recordFirst: true } : {}),
+      ...(this.#claimsReadHistory ? { trim } : {}),
     };
     const { answer, token } = await this.#decide(target, (view) => decideClaim(view, request), {
-      trimWith: resolvedTrim(request),
+      trimWith: trim,
       recordDecides: (view) => recordDecides(request, view.entries.get(request.scheduledAt), view.now),
     });
     if (answer.status !== 'granted') return answer;

@@ -125,7 +125,8 @@ return { owner, redis.call('GET', KEYS[2]) or '0', redis.call('PTTL', KEYS[1]), 
  * false, its PTTL, the job's current occurrence or false, 1 when paused (a claim's read), the record count (with a
  * trim), the oldest occurrences (with a trim: those past the retention, and one more than the
  * record limit's excess), the occurrences read, their records (JSON, or false),
- * the version }. The version is a digest of the job's counter, the key's lease owner and current
+ * the version, then the parts the version is a digest of, as read: the job's counter, the key's
+ * current job and occurrence ('' for none) }. The version is a digest of the job's counter, the key's lease owner and current
  * occurrence, and the records asked about: what the write checks again to tell
  * whether anything the decision read has changed (three commands). The counter covers the rest (the queue, the
  * pause, the other records): whatever changes them increments it. The lease owner and `current`
@@ -133,6 +134,16 @@ return { owner, redis.call('GET', KEYS[2]) or '0', redis.call('PTTL', KEYS[1]), 
  * write, and the records asked about because an instance of a release before the counter writes
  * them without incrementing it.
  */
+/** How many more of the oldest records a read with a trim returns than the trim needs. */
+export const historySlack = 8;
+
+/**
+ * How far before the store's time a decision made on a known view may have been made (see
+ * src/ledger/known-views.ts): the process tells it from its own monotonic clock since the store's
+ * last reply, which never runs ahead of the store's by more than a clock's drift.
+ */
+export const knownViewClockToleranceMs = 1000;
+
 const ledgerReadBlock = `
 local function fmt(value) return string.format('%d', value) end
 
@@ -166,7 +177,7 @@ local function readView(KEYS, ARGV, now)
     local asked = tonumber(ARGV[5])
     known = redis.call('HMGET', KEYS[4], unpack(ARGV, 6, 5 + asked))
     if allThere(known, asked) then
-      return { false, -2, false, 0, 0, {}, { unpack(ARGV, 6, 5 + asked) }, known, '' }
+      return { false, -2, false, 0, 0, {}, { unpack(ARGV, 6, 5 + asked) }, known, '', '', '', '' }
     end
   end
   local claim, running = kind == 'claim' or kind == 'claim-running', kind == 'claim-running'
@@ -186,8 +197,10 @@ local function readView(KEYS, ARGV, now)
     total = redis.call('ZCARD', KEYS[5])
     if total > 0 then
       local expired = redis.call('ZCOUNT', KEYS[5], '-inf', '(' .. fmt(now - tonumber(ARGV[3])))
-      -- One more than the excess: a decision may add a record older than some of these.
-      local n = math.min(math.max(expired, total + 1 - tonumber(ARGV[4])), 100)
+      -- One more than the excess (a decision may add a record older than some of these), and a
+      -- few more, so that the next decisions of a process that knows the view can trim without
+      -- reading it again (see src/ledger/known-views.ts).
+      local n = math.min(math.max(expired, total + 1 - tonumber(ARGV[4])) + ${historySlack}, total, 100)
       if n > 0 then oldest = redis.call('ZRANGE', KEYS[5], 0, n - 1) end
     end
   end
@@ -226,7 +239,10 @@ local function readView(KEYS, ARGV, now)
   local askedRecords = {}
   for i = 1, asked do askedRecords[i] = records[fieldIndex[ARGV[5 + i]]] end
   local version = digestOf(counter, owner, current, askedRecords, asked)
-  return { owner or false, pttl, currentAt, paused, total, oldest, fields, records, version }
+  return {
+    owner or false, pttl, currentAt, paused, total, oldest, fields, records, version,
+    counter or '', current[1] or '', current[2] or '',
+  }
 end
 
 -- The version of what the decision for ARGV (a job, the number of occurrences asked about, those)
@@ -249,7 +265,8 @@ return view
 
 /**
  * The write's ARGV: the job, the number of occurrences the read asked about, those, then the
- * version it read, the granted occurrence ('' for none),
+ * version it read, the store time the decision was made at when it was made on a view the
+ * process knew instead of one it read ('' for a read's), the granted occurrence ('' for none),
  * its owner, its ttl ms, '1' when it takes the key's lease, the ttl ms the key's lease is renewed
  * for ('' for none), the key's release channel to release its lease and publish there ('' for none;
  * a channel is not a key: a client's key prefix does not apply), '1' to clear the current occurrence with it,
@@ -257,14 +274,22 @@ return view
  * new to the index, queue, succeeded and running index: '1' add, '-1' remove, '0' leave) and 3 per
  * drop (occurrence, '1' when queued, '1' when succeeded; a dropped occurrence is never running, and
  * left the running index when it stopped running).
- * Writes nothing and replies 0 when the version changed; else increments the job's counter (in the
- * HSET of the records put) and replies the granted occurrence's token (written into its record), or -1.
+ * Writes nothing and replies 0 when the version changed (or a known view's time is off); else
+ * increments the job's counter (in the HSET of the records put) and replies { the granted
+ * occurrence's token (written into its record) or -1, the store's time }.
  *
  * The token is an `INCR` of the key's counter, seeded from `TIME` as an acquire's is (see above).
  */
 const ledgerWriteScript = `
 local version, at, counter = versionNow(KEYS, ARGV)
 if version ~= ARGV[at] then return 0 end
+-- A decision made on a view the process knew rather than read: made at a time no later than now,
+-- nor more than ${knownViewClockToleranceMs} ms before it.
+if ARGV[at + 1] ~= '' then
+  local decidedAt = tonumber(ARGV[at + 1])
+  if decidedAt > now or now - decidedAt > ${knownViewClockToleranceMs} then return 0 end
+end
+at = at + 1
 -- The counter's increment, written with the records put (one HSET).
 local hashWrites = { 'v', fmt((tonumber(counter) or 0) + 1) }
 local grantAt, grantOwner, grantTtl, holdsKey = ARGV[at + 1], ARGV[at + 2], ARGV[at + 3], ARGV[at + 4] == '1'
@@ -320,7 +345,7 @@ if drops > 0 then
   if #queued > 0 then redis.call('ZREM', KEYS[6], unpack(queued)) end
   if #succeeded > 0 then redis.call('ZREM', KEYS[7], unpack(succeeded)) end
 end
-return token
+return { token, fmt(now) }
 `;
 
 /** KEYS: index, occurrences. ARGV: limit (>= 1). Returns the records (JSON), newest first. */

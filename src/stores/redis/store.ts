@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
 import {
   type ClaimRequest,
@@ -25,6 +26,7 @@ import {
   type WriteChanges,
   type WriteReply,
 } from '../../ledger/engine.ts';
+import { KnownViews, type VersionParts } from '../../ledger/known-views.ts';
 import { ledgerEntryOf, type StoredLedgerEntry, storedEntryOf } from '../../ledger/stored-entry.ts';
 import { parseDuration } from '../../pipeline/duration.ts';
 import { InvalidOptionError } from '../../pipeline/errors.ts';
@@ -188,13 +190,17 @@ export class RedisLockStore
       groupOf,
       limits: redisLedgerBatchLimits,
     });
-    this.#ledger = new LedgerEngine({
-      apply: compareAndWrite(
-        'RedisLockStore',
-        (target) => this.#readLedger(target),
-        (target, version, changes) => this.#writeLedger(target, version, changes),
-      ),
-    });
+    this.#ledger = new LedgerEngine(
+      {
+        apply: compareAndWrite(
+          'RedisLockStore',
+          (target) => this.#readLedger(target),
+          (target, version, changes, decidedAt) => this.#writeLedger(target, version, changes, decidedAt),
+          new KnownViews({ versionOf }),
+        ),
+      },
+      { claimsReadHistory: true },
+    );
   }
 
   /** A sync of a shared circuit breaker (`circuitBreaker.store`): see shared-circuit.ts. */
@@ -387,13 +393,19 @@ export class RedisLockStore
   }
 
   /** The ledger's conditional write of one job (see ledgerWrite in scripts.ts). */
-  async #writeLedger(target: ReadTarget, version: string, changes: WriteChanges): Promise<WriteReply> {
+  async #writeLedger(
+    target: ReadTarget,
+    version: string,
+    changes: WriteChanges,
+    decidedAt?: number,
+  ): Promise<WriteReply> {
     const { grant, renewKey, releaseKey } = changes;
     const argv: Argument[] = [
       target.job,
       target.occurrences.length,
       ...target.occurrences.map(String),
       version,
+      decidedAt === undefined ? '' : String(decidedAt),
       grant === undefined ? '' : String(grant.scheduledAt),
       grant?.owner ?? '',
       grant === undefined ? '' : pxTtl(grant.ttlMs),
@@ -404,10 +416,13 @@ export class RedisLockStore
       changes.put.length,
       changes.drop.length,
     ];
+    const records = new Map<number, string>();
     for (const { entry, before } of changes.put) {
+      const record = JSON.stringify(storedEntryOf(entry));
+      records.set(entry.scheduledAt, record);
       argv.push(
         String(entry.scheduledAt),
-        JSON.stringify(storedEntryOf(entry)),
+        record,
         before === undefined ? '1' : '0',
         indexChange(before?.outcome === 'queued', entry.outcome === 'queued'),
         indexChange(before?.outcome === 'success', entry.outcome === 'success'),
@@ -433,9 +448,14 @@ export class RedisLockStore
       key: target.key,
       job: target.job,
       argv,
-    })) as number;
+    })) as 0 | [token: number, now: string];
     if (reply === 0) return { written: false };
-    return reply > 0 ? { written: true, token: reply } : { written: true };
+    const [token, now] = reply;
+    if (token < 0) return { written: true, now: Number(now), records };
+    // The grant's record as the script wrote it: with its token first (see ledgerWrite in scripts.ts).
+    const granted = records.get(grant!.scheduledAt)!;
+    records.set(grant!.scheduledAt, `{"token":"${token}",${granted.slice(1)}`);
+    return { written: true, token, now: Number(now), records };
   }
 
   /** The job's occurrences under `key` (defaults to the job's name), newest first, at most `limit` (20). */
@@ -818,15 +838,22 @@ type LedgerReadReply = [
   fields: string[],
   records: Array<string | null>,
   version: string,
+  counter: string,
+  currentJob: string,
+  currentAt: string,
 ];
 
 function storedViewOf(reply: LedgerReadReply, target: ReadTarget): StoredView {
   const [nowText, owner, pttl, current, paused, total, oldest, fields, records, version] = reply;
   const now = Number(nowText);
   const entries = new Map<number, LedgerEntry>();
+  const raw = new Map<number, string>();
   for (const [index, field] of fields.entries()) {
     const record = records[index];
-    if (record != null) entries.set(Number(field), ledgerEntryOf(JSON.parse(record) as StoredLedgerEntry));
+    if (record == null) continue;
+    const at = Number(field);
+    entries.set(at, ledgerEntryOf(JSON.parse(record) as StoredLedgerEntry));
+    raw.set(at, record);
   }
   const view: LedgerView = {
     now,
@@ -837,9 +864,21 @@ function storedViewOf(reply: LedgerReadReply, target: ReadTarget): StoredView {
   };
   // An empty version: the records asked about alone were read (see ledgerRead in scripts.ts).
   if (version === '') return { view, recordOnly: true };
-  if (target.trim === undefined) return { view, version };
+  const [, , , , , , , , , , counter, currentJob, currentAt] = reply;
+  const parts: VersionParts = { counter, owner: owner ?? '', currentJob, currentAt, records: raw };
+  if (target.trim === undefined) return { view, version, parts };
   const history = { total, oldest: oldest.map(Number).filter((at) => entries.has(at)) };
-  return { view, version, history };
+  return { view, version, history, parts };
+}
+
+/**
+ * The version the scripts compute of a view with these parts, for the occurrences asked about
+ * (digestOf in scripts.ts): what the process knows after its own write is checked as a read is.
+ */
+function versionOf(parts: VersionParts, occurrences: readonly number[]): string {
+  const { counter, owner, currentJob, currentAt, records } = parts;
+  const lines = [counter, owner, currentJob, currentAt, ...occurrences.map((at) => records.get(at) ?? '')];
+  return createHash('sha1').update(lines.join('\n')).digest('hex');
 }
 
 /** '1' when an occurrence joins an index, '-1' when it leaves it, '0' when neither. */

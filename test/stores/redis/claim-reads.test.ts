@@ -1,7 +1,9 @@
 /**
  * What a claim reads on Redis, counted on a private server's INFO commandstats: a claim whose
  * occurrence is done, or running under a live lease, reads that record alone (one HMGET, beside
- * the batch's TIME); a claim that may be granted reads the job's whole view. And the index of
+ * the batch's TIME); a claim that may be granted reads the job's whole view, unless the process
+ * knows it from its own last write of the job (then it writes alone, as a renewal and a finish
+ * after the process's own grant do). And the index of
  * running occurrences (`running:<job>`, read by claims with a `concurrency` above 1) holds an
  * occurrence only while it runs, whichever claim or finish ends it.
  */
@@ -108,6 +110,67 @@ describe.skipIf(privateRedisUnavailableReason())('RedisLockStore: what a claim r
     expect(again.exists).toBe(1);
     if (holder.status === 'granted') await store.finishOccurrence(holder.lease, { outcome: 'success' });
   });
+  it("the renewal and the finish after a process's own grant, and the job's next fire, are each a write alone, on the view that grant left", async () => {
+    const job = { job: 'nightly', key: 'nightly' } as const;
+    const first = await store.claimOccurrence(request({ ...job, scheduledAt: at }));
+    if (first.status !== 'granted') throw new Error(JSON.stringify(first));
+    const renew = await commandsOf(async () =>
+      expect(await store.renewOccurrence(first.lease, 10_000)).toBe(true),
+    );
+    expect(renew.evalsha).toBe(1);
+    const finish = await commandsOf(() => store.finishOccurrence(first.lease, { outcome: 'success' }));
+    // One script, and no read of the history: the trim was decided on what the process knew.
+    expect(finish.evalsha).toBe(1);
+    expect(finish.zcard).toBeUndefined();
+    let second: Awaited<ReturnType<RedisLockStore['claimOccurrence']>> | undefined;
+    const next = await commandsOf(async () => {
+      second = await store.claimOccurrence(request({ ...job, scheduledAt: at + 1_000 }));
+    });
+    expect(second).toMatchObject({ status: 'granted', takeover: false });
+    expect(next.evalsha).toBe(1);
+    if (second?.status !== 'granted') throw new Error(JSON.stringify(second));
+    expect(second.lease.token).toBeGreaterThan(first.lease.token);
+    await store.finishOccurrence(second.lease, { outcome: 'failure', error: 'boom' });
+    expect(await store.runHistory('nightly')).toMatchObject([
+      { scheduledAt: at + 1_000, outcome: 'failure', error: 'boom', token: second.lease.token },
+      { scheduledAt: at, outcome: 'success', token: first.lease.token },
+    ]);
+  });
+
+  it('a write by another instance in between: the write on what the process knew is refused, and the operation read and decided again', async () => {
+    const other = new RedisLockStore(client, { prefix: 'reads:' });
+    const job = { job: 'weekly', key: 'weekly' } as const;
+    const first = await store.claimOccurrence(request({ ...job, scheduledAt: at }));
+    if (first.status !== 'granted') throw new Error(JSON.stringify(first));
+    // A pause moves the job's counter on.
+    await other.pauseJob('weekly', { key: 'weekly', by: 'ops' });
+    const finish = await commandsOf(() => store.finishOccurrence(first.lease, { outcome: 'success' }));
+    // The refused write, then a read and a write.
+    expect(finish.evalsha).toBe(3);
+    expect(await store.runHistory('weekly')).toMatchObject([{ scheduledAt: at, outcome: 'success' }]);
+    // The next fire meets the pause, which the view read since says.
+    expect(await store.claimOccurrence(request({ ...job, scheduledAt: at + 1_000 }))).toEqual({
+      status: 'skipped',
+      reason: 'paused',
+    });
+    await other.resumeJob('weekly', { key: 'weekly' });
+
+    // Its lease ran out and another instance took the occurrence over: the finish is refused as stale.
+    const short = await store.claimOccurrence(request({ ...job, scheduledAt: at + 2_000, ttlMs: 100 }));
+    if (short.status !== 'granted') throw new Error(JSON.stringify(short));
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const taken = await other.claimOccurrence(request({ ...job, scheduledAt: at + 2_000, owner: 'other' }));
+    if (taken.status !== 'granted') throw new Error(JSON.stringify(taken));
+    expect(taken.takeover).toBe(true);
+    await expect(store.finishOccurrence(short.lease, { outcome: 'success' })).rejects.toThrow(/token/i);
+    await other.finishOccurrence(taken.lease, { outcome: 'success' });
+    expect((await store.runHistory('weekly'))[0]).toMatchObject({
+      scheduledAt: at + 2_000,
+      outcome: 'success',
+      token: taken.lease.token,
+    });
+  });
+
   it('a bounded occurrence taken over by a claim with concurrency 1 (a config change) leaves the running index when that run finishes', async () => {
     const running = () => client.zrange('reads:{sync}:running:sync', 0, -1);
     const job = { job: 'sync', key: 'sync' } as const;

@@ -253,15 +253,18 @@ describe.skipIf(privateRedisUnavailableReason())('RedisLockStore on a private Re
         1,
         String(at),
       ])) as string[][];
-      return reply!.at(-1)!;
+      // The version, before the parts it is a digest of.
+      return reply!.at(-4)!;
     };
     // A write that puts nothing: the version check alone (replies -1 when written, 0 when refused).
-    const write = async (job: string, version: string) => {
+    // `decidedAt`: the store time a decision made on a view the process knew was made at.
+    const write = async (job: string, version: string, decidedAt = '') => {
       const [reply] = await call(storeScripts.ledgerWrite, job, [
         job,
         1,
         String(at),
         version,
+        decidedAt,
         '',
         '',
         '',
@@ -272,9 +275,17 @@ describe.skipIf(privateRedisUnavailableReason())('RedisLockStore on a private Re
         0,
         0,
       ]);
-      return reply;
+      return Array.isArray(reply) ? reply[0] : reply;
     };
     expect(await write('steady', await read('steady'))).toBe(-1);
+    // Decided on a known view: not at a time after the store's, nor more than a second before it.
+    const serverNow = async () => {
+      const [seconds, microseconds] = await admin.time();
+      return Number(seconds) * 1_000 + Math.floor(Number(microseconds) / 1_000);
+    };
+    expect(await write('clock', await read('clock'), String((await serverNow()) + 60_000))).toBe(0);
+    expect(await write('clock', await read('clock'), String((await serverNow()) - 60_000))).toBe(0);
+    expect(await write('clock', await read('clock'), String(await serverNow()))).toBe(-1);
     // Every write moves the version on: a second write on the same read is refused.
     const once = await read('twice');
     expect(await write('twice', once)).toBe(-1);
@@ -295,7 +306,7 @@ describe.skipIf(privateRedisUnavailableReason())('RedisLockStore on a private Re
     await admin.flushall();
   });
 
-  it('sends one command per lock operation and per ledger query, and two per ledger decision: a read and a conditional write (MONITOR)', async () => {
+  it('sends one command per lock operation and per ledger query, a read and a conditional write per claim, and a write alone for the renewal and finish that follow it (MONITOR)', async () => {
     const store = new RedisLockStore(client, { prefix: 'count:' });
     const round = async (name: string) => {
       await store.acquire(name, 'a', ttl);
@@ -308,9 +319,10 @@ describe.skipIf(privateRedisUnavailableReason())('RedisLockStore on a private Re
       await store.runHistory(name);
       await store.lastCompleted(name);
     };
-    // acquire, renew, inspect, release, runHistory, lastCompleted: one each; claim, renew and
-    // finish of an occurrence: a read, then a write.
-    const perRound = 6 + 3 * 2;
+    // acquire, renew, inspect, release, runHistory, lastCompleted: one each; the claim of a new
+    // job: a read, then a write; its renewal and its finish: a write each, decided on what the
+    // store knows after its own last write.
+    const perRound = 6 + 2 + 1 + 1;
     // The first use of a script on a server is EVALSHA, NOSCRIPT, then EVAL (which loads it).
     await round('warm-up');
     const monitor = await admin.monitor();

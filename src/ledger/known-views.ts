@@ -1,0 +1,226 @@
+import type { LedgerEntry, LedgerView, ResolvedTrim } from './decide.ts';
+import type { ReadTarget, StoredView, WriteChanges } from './engine.ts';
+
+/**
+ * What a process knows of a job's ledger after its own write: the view it read, with what it wrote
+ * applied. A store with a read and a conditional write ({@link compareAndWrite}) decides the job's
+ * next operation on it and writes at once, checked against the version that view has, instead of
+ * reading first: a finish after its own grant, a renewal, the next fire of a job whose last run
+ * this process had. Nothing else writes a running occurrence's ledger, so such a write is nearly
+ * always taken; when it is not (someone wrote since, the store lost it, a clock moved), the store
+ * refuses it as any write on an outdated version, and the process reads and decides again.
+ *
+ * The decision's `now` is the store's time of the last reply plus the process's own monotonic time
+ * since, never ahead of the store's: the store refuses a write decided at a time after its own, or
+ * more than its tolerance before it.
+ */
+
+/** The parts of a store's version, as it keeps them (strings). */
+export interface VersionParts {
+  /** The job's counter, which every write of its ledger increments ('' when it has none). */
+  readonly counter: string;
+  /** The owner of the key's lease ('' when it is free). */
+  readonly owner: string;
+  /** The key's current occurrence, of any job ('' for none). */
+  readonly currentJob: string;
+  readonly currentAt: string;
+  /** The records of the view's entries as the store keeps them, by occurrence. */
+  readonly records: ReadonlyMap<number, string>;
+}
+
+/** A write as the store took it: its time, and each record put as it keeps it (a grant's with its token). */
+export interface Wrote {
+  readonly token?: number;
+  readonly now: number;
+  readonly records: ReadonlyMap<number, string>;
+}
+
+export interface KnownViewsOptions {
+  /** The store's version of a view with these parts, for the occurrences asked about. */
+  readonly versionOf: (parts: VersionParts, occurrences: readonly number[]) => string;
+  /** How many jobs' views are kept; the oldest is forgotten past it (default 10,000). */
+  readonly limit?: number;
+  /** A monotonic clock in ms (default `performance.now`). */
+  readonly clock?: () => number;
+}
+
+interface KnownView {
+  /** With `now` the store's time at `seenAt`. */
+  readonly view: LedgerView;
+  readonly seenAt: number;
+  readonly parts: VersionParts;
+  /** Read as a claim reads it: the queue and the pause. */
+  readonly claims: boolean;
+  /** With every running entry (a claim with a `concurrency` above 1 read them). */
+  readonly running: boolean;
+  readonly history?: { readonly total: number; readonly oldest: readonly number[] };
+}
+
+/** A view a process knows, as the decision of `target` is made on it, and the time it is made at. */
+export interface KnownStoredView {
+  readonly stored: StoredView & { readonly parts: VersionParts };
+  readonly decidedAt: number;
+}
+
+export class KnownViews {
+  readonly #views = new Map<string, KnownView>();
+  readonly #versionOf: KnownViewsOptions['versionOf'];
+  readonly #limit: number;
+  readonly #clock: () => number;
+
+  constructor(options: KnownViewsOptions) {
+    this.#versionOf = options.versionOf;
+    this.#limit = options.limit ?? 10_000;
+    this.#clock = options.clock ?? (() => performance.now());
+  }
+
+  get size(): number {
+    return this.#views.size;
+  }
+
+  /** The view `target`'s decision can be made on without reading, or `undefined`. */
+  stored(target: ReadTarget): KnownStoredView | undefined {
+    const known = this.#views.get(idOf(target));
+    if (known === undefined) return undefined;
+    if (target.operation === 'claimOccurrence' && !known.claims) return undefined;
+    if (target.running === true && !known.running) return undefined;
+    const { view } = known;
+    const now = Math.max(view.now, view.now + Math.floor(this.#clock() - known.seenAt) - 1);
+    if (target.trim !== undefined && !historyCovers(known.history, now, target.trim)) return undefined;
+    const stored = {
+      view: { ...view, now },
+      version: this.#versionOf(known.parts, target.occurrences),
+      parts: known.parts,
+      ...(known.history === undefined ? {} : { history: known.history }),
+    };
+    return { stored, decidedAt: now };
+  }
+
+  /** What is known after `changes`, decided on `stored` for `target`, were written as `wrote` says. */
+  remember(target: ReadTarget, stored: StoredView, changes: WriteChanges, wrote: Wrote): void {
+    const { parts } = stored;
+    if (parts === undefined || stored.recordOnly === true) return;
+    const id = idOf(target);
+    const before = this.#views.get(id);
+    const claims =
+      target.operation === 'claimOccurrence' || (before?.claims === true && before.parts === parts);
+    const running = target.running === true || (before?.running === true && before.parts === parts);
+    const { view } = stored;
+    const { now } = wrote;
+    const entries = new Map(view.entries);
+    const records = new Map(parts.records);
+    const { grant, renewKey, releaseKey } = changes;
+    for (const { entry } of changes.put) {
+      const at = entry.scheduledAt;
+      const record = wrote.records.get(at);
+      if (record === undefined) {
+        this.forget(target);
+        return;
+      }
+      entries.set(
+        at,
+        grant?.scheduledAt === at && wrote.token !== undefined ? { ...entry, token: wrote.token } : entry,
+      );
+      records.set(at, record);
+    }
+    for (const entry of changes.drop) {
+      entries.delete(entry.scheduledAt);
+      records.delete(entry.scheduledAt);
+    }
+    let { lease, current } = view;
+    let { owner, currentJob, currentAt } = parts;
+    if (grant?.holdsKey === true) {
+      lease = { owner: grant.owner, expiresAt: now + grant.ttlMs };
+      owner = grant.owner;
+      current = grant.scheduledAt;
+      currentJob = target.job;
+      currentAt = String(grant.scheduledAt);
+    }
+    if (renewKey !== undefined) lease = { owner: renewKey.owner, expiresAt: now + renewKey.ttlMs };
+    if (releaseKey !== undefined) {
+      lease = undefined;
+      owner = '';
+      if (changes.current === releaseKey.scheduledAt) {
+        current = undefined;
+        currentJob = '';
+        currentAt = '';
+      }
+    }
+    const history = stored.history && historyAfter(stored.history, changes);
+    // Only what a decision looks at is kept: the current, queued and running entries, and those a
+    // trim may drop.
+    const keep = new Set(history?.oldest);
+    if (current !== undefined) keep.add(current);
+    for (const [at, entry] of entries) {
+      if (!keep.has(at) && entry.outcome !== 'queued' && entry.outcome !== 'running') {
+        entries.delete(at);
+        records.delete(at);
+      }
+    }
+    const known: KnownView = {
+      view: {
+        now,
+        ...(lease === undefined ? {} : { lease }),
+        ...(current === undefined ? {} : { current }),
+        paused: view.paused,
+        entries,
+      },
+      seenAt: this.#clock(),
+      parts: { counter: String((Number(parts.counter) || 0) + 1), owner, currentJob, currentAt, records },
+      claims,
+      running,
+      ...(history === undefined ? {} : { history }),
+    };
+    this.#views.delete(id);
+    this.#views.set(id, known);
+    if (this.#views.size > this.#limit) this.#views.delete(this.#views.keys().next().value!);
+  }
+
+  forget(target: ReadTarget): void {
+    this.#views.delete(idOf(target));
+  }
+}
+
+/** The most of a job's oldest records a store reads for a trim (the Redis read's 100). */
+const maxHistoryRead = 100;
+
+function idOf(target: Pick<ReadTarget, 'key' | 'job'>): string {
+  return `${target.key}\u0000${target.job}`;
+}
+
+/**
+ * True when `history` holds every record a trim at `now` may drop, as a read with a trim does
+ * (see `StoredView.history`), with room for one record a decision adds: all the job's records, or
+ * the oldest, up to one the retention keeps, and more than the record limit's excess.
+ */
+export function historyCovers(
+  history: KnownView['history'],
+  now: number,
+  trim: ResolvedTrim,
+): history is NonNullable<KnownView['history']> {
+  if (history === undefined) return false;
+  const { total, oldest } = history;
+  if (oldest.length >= total) return true;
+  const newest = oldest[oldest.length - 1];
+  if (newest === undefined || newest < now - trim.retentionMs) return false;
+  return oldest.length >= total + 2 - trim.recordLimit;
+}
+
+/** The history after a write: its new records counted (and among the oldest where they are), its drops gone. */
+function historyAfter(
+  history: NonNullable<KnownView['history']>,
+  changes: WriteChanges,
+): NonNullable<KnownView['history']> {
+  const complete = history.oldest.length >= history.total;
+  const newest = history.oldest[history.oldest.length - 1] ?? Number.NEGATIVE_INFINITY;
+  const added = changes.put
+    .filter(({ before }) => before === undefined)
+    .map(({ entry }) => entry.scheduledAt);
+  const dropped = new Set(changes.drop.map((entry: LedgerEntry) => entry.scheduledAt));
+  const oldest = [...history.oldest, ...added.filter((at) => complete || at < newest)]
+    .filter((at) => !dropped.has(at))
+    .sort((a, b) => a - b)
+    // As many as a read returns at most: a trim drops no more in one write.
+    .slice(0, maxHistoryRead);
+  return { total: history.total + added.length - dropped.size, oldest };
+}

@@ -1,0 +1,198 @@
+/**
+ * What a process knows of a job's ledger after its own write (src/ledger/known-views.ts), on plain
+ * data: the view it knows, the version it expects, the time a decision on it is made at, which
+ * operations may be decided on it, and how much of it is kept.
+ */
+import { describe, expect, it } from 'vitest';
+import { decideClaim, decideFinish, type LedgerView, resolvedTrim } from '../../src/ledger/decide.ts';
+import type { ReadTarget, StoredView, WriteChanges } from '../../src/ledger/engine.ts';
+import { historyCovers, KnownViews, type VersionParts } from '../../src/ledger/known-views.ts';
+
+const at = 1_700_000_000_000;
+const trim = resolvedTrim({});
+const claimTarget = (scheduledAt: number): ReadTarget => ({
+  operation: 'claimOccurrence',
+  key: 'report',
+  job: 'report',
+  occurrences: [scheduledAt],
+  trim,
+});
+const finishTarget = (scheduledAt: number): ReadTarget => ({
+  operation: 'finishOccurrence',
+  key: 'report',
+  job: 'report',
+  occurrences: [scheduledAt],
+  trim,
+});
+const request = (scheduledAt: number) => ({
+  job: 'report',
+  key: 'report',
+  scheduledAt,
+  owner: 'owner-a',
+  instance: 'web-1',
+  ttlMs: 10_000,
+  overlap: 'skip' as const,
+  startingDeadlineMs: 60_000,
+});
+
+/** A fake monotonic clock and a version that lists its parts (readable in a failed assertion). */
+function setUp() {
+  let clock = 0;
+  const versionOf = (parts: VersionParts, occurrences: readonly number[]) =>
+    [
+      parts.counter,
+      parts.owner,
+      parts.currentJob,
+      parts.currentAt,
+      ...occurrences.map((o) => parts.records.get(o) ?? ''),
+    ].join('|');
+  const known = new KnownViews({ versionOf, clock: () => clock, limit: 3 });
+  return { known, advance: (ms: number) => (clock += ms) };
+}
+
+/** A read of a job without records: the key free, counter 4. */
+function emptyRead(now: number): StoredView {
+  const view: LedgerView = { now, paused: false, entries: new Map() };
+  const parts: VersionParts = { counter: '4', owner: '', currentJob: '', currentAt: '', records: new Map() };
+  return { view, version: 'read', parts, history: { total: 0, oldest: [] } };
+}
+
+/** The changes of a decision as the engine hands them to a store (each put with what it replaces). */
+function writeChanges(stored: StoredView, changes: ReturnType<typeof decideClaim>['changes']): WriteChanges {
+  return {
+    put: changes.put.map((entry) => ({ entry, before: stored.view.entries.get(entry.scheduledAt) })),
+    drop: [],
+    current: stored.view.current,
+    ...(changes.grant ? { grant: changes.grant } : {}),
+    ...(changes.releaseKey ? { releaseKey: changes.releaseKey } : {}),
+  };
+}
+
+describe('KnownViews', () => {
+  it("knows the view its grant left: the key's lease, the current occurrence, the record with its token, the counter moved on", () => {
+    const { known, advance } = setUp();
+    const read = emptyRead(at + 5);
+    const { changes } = decideClaim(read.view, request(at));
+    known.remember(claimTarget(at), read, writeChanges(read, changes), {
+      token: 77,
+      now: at + 6,
+      records: new Map([[at, '{"token":"77",...}']]),
+    });
+    advance(250);
+    const guess = known.stored(finishTarget(at))!;
+    // The store's time of the write, plus the process's own time since, less a ms.
+    expect(guess.decidedAt).toBe(at + 6 + 250 - 1);
+    expect(guess.stored.view).toMatchObject({
+      now: at + 255,
+      lease: { owner: 'owner-a', expiresAt: at + 6 + 10_000 },
+      current: at,
+    });
+    expect(guess.stored.view.entries.get(at)).toMatchObject({
+      outcome: 'running',
+      token: 77,
+      owner: 'owner-a',
+    });
+    expect(guess.stored.version).toBe(`5|owner-a|report|${at}|{"token":"77",...}`);
+    expect(guess.stored.history).toEqual({ total: 1, oldest: [at] });
+    // No time has passed: the decision is made at the write's time, never before it.
+    const { known: again } = setUp();
+    again.remember(claimTarget(at), read, writeChanges(read, changes), {
+      token: 77,
+      now: at + 6,
+      records: new Map([[at, '{}']]),
+    });
+    expect(again.stored(finishTarget(at))!.decidedAt).toBe(at + 6);
+  });
+
+  it('decides the finish and then the next claim on what it knows, and keeps only what a decision looks at', () => {
+    const { known, advance } = setUp();
+    const read = emptyRead(at + 5);
+    const claim = decideClaim(read.view, request(at));
+    known.remember(claimTarget(at), read, writeChanges(read, claim.changes), {
+      token: 77,
+      now: at + 6,
+      records: new Map([[at, 'granted']]),
+    });
+    const lease = {
+      job: 'report',
+      key: 'report',
+      scheduledAt: at,
+      owner: 'owner-a',
+      token: 77,
+      overlap: 'skip' as const,
+    };
+    const onFinish = known.stored(finishTarget(at))!;
+    const finish = decideFinish(onFinish.stored.view, lease, { outcome: 'success' }, trim);
+    expect(finish.answer).toEqual({ stale: false });
+    known.remember(finishTarget(at), onFinish.stored, writeChanges(onFinish.stored, finish.changes), {
+      now: at + 40,
+      records: new Map([[at, 'finished']]),
+    });
+    advance(1_000);
+    const next = known.stored(claimTarget(at + 1_000))!;
+    expect(next.stored.view.lease).toBeUndefined();
+    expect(next.stored.view.current).toBeUndefined();
+    // The finished record stays while a trim may drop it (it is among the oldest), else it goes.
+    expect([...next.stored.view.entries.keys()]).toEqual([at]);
+    expect(next.stored.version).toBe('6||||');
+    expect(decideClaim(next.stored.view, request(at + 1_000)).answer).toMatchObject({ status: 'granted' });
+  });
+
+  it('is not used for an operation its read did not cover, nor after it is forgotten; it keeps the latest jobs', () => {
+    const { known } = setUp();
+    // A finish's read has neither the queue nor the pause: a claim cannot be decided on it.
+    const read = emptyRead(at);
+    known.remember(
+      finishTarget(at),
+      read,
+      { put: [], drop: [], current: undefined },
+      { now: at, records: new Map() },
+    );
+    expect(known.stored(claimTarget(at))).toBeUndefined();
+    expect(known.stored(finishTarget(at))).toBeDefined();
+    // Nor a claim with a concurrency above 1 on a view without every running occurrence.
+    known.remember(
+      claimTarget(at),
+      read,
+      { put: [], drop: [], current: undefined },
+      { now: at, records: new Map() },
+    );
+    expect(known.stored({ ...claimTarget(at), running: true })).toBeUndefined();
+    expect(known.stored(claimTarget(at))).toBeDefined();
+    known.forget(claimTarget(at));
+    expect(known.stored(claimTarget(at))).toBeUndefined();
+    // A view of the records alone is never remembered.
+    known.remember(
+      claimTarget(at),
+      { view: read.view, recordOnly: true },
+      { put: [], drop: [], current: undefined },
+      { now: at, records: new Map() },
+    );
+    expect(known.size).toBe(0);
+    for (const job of ['a', 'b', 'c', 'd']) {
+      known.remember(
+        { ...claimTarget(at), job },
+        read,
+        { put: [], drop: [], current: undefined },
+        { now: at, records: new Map() },
+      );
+    }
+    expect(known.size).toBe(3);
+    expect(known.stored({ ...claimTarget(at), job: 'a' })).toBeUndefined();
+    expect(known.stored({ ...claimTarget(at), job: 'd' })).toBeDefined();
+  });
+
+  it('trims on what it knows only while it holds every record the trim may drop', () => {
+    const day = 86_400_000;
+    const limits = { retentionMs: 7 * day, recordLimit: 100, keepWithinMs: 60_000 };
+    // All the records.
+    expect(historyCovers({ total: 3, oldest: [1, 2, 3] }, at, limits)).toBe(true);
+    expect(historyCovers(undefined, at, limits)).toBe(false);
+    // The oldest few of many: enough past the limit's excess (with room for one more record), and
+    // the newest of them inside the retention (so none after it is past it).
+    expect(historyCovers({ total: 101, oldest: [at - 3, at - 2, at - 1] }, at, limits)).toBe(true);
+    expect(historyCovers({ total: 101, oldest: [at - 3, at - 2] }, at, limits)).toBe(false);
+    expect(historyCovers({ total: 50, oldest: [at - 8 * day] }, at, limits)).toBe(false);
+    expect(historyCovers({ total: 50, oldest: [] }, at, limits)).toBe(false);
+  });
+});
