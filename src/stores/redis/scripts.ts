@@ -171,11 +171,13 @@ local function readView(KEYS, ARGV, now)
   local job, trim, kind = ARGV[1], ARGV[4] ~= '0', ARGV[2]
   -- A claim whose answer its record may decide (see recordDecides): when the records asked about
   -- are there, they are all it reads; else what it read of them is not read again.
-  local known = false
+  -- With the job's counter: the rest of the view may then need no read of the records hash.
+  local known, knownCounter = false, false
   if string.sub(kind, -7) == '-record' then
     kind = string.sub(kind, 1, -8)
     local asked = tonumber(ARGV[5])
-    known = redis.call('HMGET', KEYS[4], unpack(ARGV, 6, 5 + asked))
+    known = redis.call('HMGET', KEYS[4], 'v', unpack(ARGV, 6, 5 + asked))
+    knownCounter = table.remove(known, 1)
     if allThere(known, asked) then
       return { false, -2, false, 0, 0, {}, { unpack(ARGV, 6, 5 + asked) }, known, '', '', '', '' }
     end
@@ -226,7 +228,12 @@ local function readView(KEYS, ARGV, now)
   for _, field in ipairs(fields) do
     if have[field] == nil then rest[#rest + 1] = field end
   end
-  local got = redis.call('HMGET', KEYS[4], 'v', unpack(rest))
+  local got
+  if known and #rest == 0 then
+    got = { knownCounter }
+  else
+    got = redis.call('HMGET', KEYS[4], 'v', unpack(rest))
+  end
   local counter, records, r = got[1], {}, 1
   for i, field in ipairs(fields) do
     if have[field] ~= nil then

@@ -52,6 +52,49 @@ describe.skipIf(privateRedisUnavailableReason())('RedisLockStore: what a claim r
     ...overrides,
   });
 
+  it("the claim of a new job's occurrence: the record and the counter, the rest of the view, then the grant; its finish: a write alone", async () => {
+    // The scripts loaded first (a server's first use of one is EVALSHA, NOSCRIPT, then EVAL).
+    const warmUp = await store.claimOccurrence(request({ job: 'warm-up', key: 'warm-up' }));
+    if (warmUp.status === 'granted') await store.finishOccurrence(warmUp.lease, { outcome: 'success' });
+    const job = { job: 'fresh', key: 'fresh' } as const;
+    let claim: Awaited<ReturnType<RedisLockStore['claimOccurrence']>> | undefined;
+    const claiming = await commandsOf(async () => {
+      claim = await store.claimOccurrence(request(job));
+    });
+    if (claim?.status !== 'granted') throw new Error(JSON.stringify(claim));
+    expect(claiming).toEqual({
+      evalsha: 2,
+      // The read: the record with the counter, the lease, the current occurrence, the pause, the
+      // queue, the record count; the write: the version's three parts again, the lease, the
+      // current occurrence, the token (a new key's counter is seeded from TIME), the record, the
+      // index. Each script reads TIME once.
+      time: 3,
+      hmget: 4,
+      get: 2,
+      exists: 1,
+      zrange: 1,
+      zcard: 1,
+      set: 2,
+      hset: 2,
+      incr: 1,
+      zadd: 1,
+    });
+    const finishing = await commandsOf(() => store.finishOccurrence(claim!.lease, { outcome: 'success' }));
+    expect(finishing).toEqual({
+      evalsha: 1,
+      time: 1,
+      // The version's three parts, the record, the index of successes, the index of running
+      // occurrences left, the lease freed and its release published, the current occurrence cleared.
+      get: 1,
+      hmget: 2,
+      hset: 1,
+      zadd: 1,
+      zrem: 1,
+      del: 2,
+      publish: 1,
+    });
+  });
+
   it('a claim of a finished occurrence reads its record alone; a manual run or a backfill reads the view', async () => {
     const granting = await commandsOf(async () => {
       const claim = await store.claimOccurrence(request());
