@@ -144,10 +144,13 @@ export function compareAndWrite(
     const guess = known?.stored(target);
     if (guess !== undefined) {
       const changes = decide(guess.stored);
-      // A decision that writes nothing is not checked by the store: it is made on a read.
-      const applied = changes && (await written(target, guess.stored, changes, guess.decidedAt));
-      if (applied !== undefined) return applied;
-      known!.forget(target);
+      // A decision that writes nothing is not checked by the store: it is made on a read. A write
+      // refused says the view is out of date.
+      if (changes !== undefined) {
+        const applied = await written(target, guess.stored, changes, guess.decidedAt);
+        if (applied !== undefined) return applied;
+        known!.forget(target);
+      }
     }
     for (let attempt = 1; ; attempt++) {
       const stored = await read(target);

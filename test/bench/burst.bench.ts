@@ -9,7 +9,9 @@
  *
  * `npm run bench -- burst` (after `npm run build`): N = 10,000 and K = 3, or BENCH_BURST_JOBS and
  * BENCH_BURST_INSTANCES; BENCH_BURST_STORES=redis (or postgres) for one store; BENCH_BURST_DETAIL=1
- * prints Redis's calls per command. The smoke run: 200 jobs on 2 instances. Linux only (reads /proc).
+ * prints Redis's calls per command; BENCH_BURST_NODE_ARGS gives node arguments to each instance (a
+ * CPU profile: `--cpu-prof --cpu-prof-dir=<dir>`). The smoke run: 200 jobs on 2 instances. Linux
+ * only (reads /proc).
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -103,6 +105,9 @@ function rssMegabytes(pid: number): number {
   }
 }
 
+/** BENCH_BURST_NODE_ARGS: node's own arguments for each instance, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`. */
+const nodeArguments = process.env.BENCH_BURST_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 function quantile(sorted: number[], fraction: number): number {
@@ -135,7 +140,7 @@ export default defineConfig({ store, jobs });
     );
     for (let index = 0; index < instances; index++) {
       runs.push(
-        spawnProcess(process.execPath, [binary, 'run'], {
+        spawnProcess(process.execPath, [...nodeArguments, binary, 'run'], {
           cwd: directory,
           name: `resil run #${index}`,
           env: {

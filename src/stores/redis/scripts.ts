@@ -154,9 +154,10 @@ local function digestOf(counter, owner, current, records, asked)
   return redis.sha1hex(table.concat(parts, '\\n'))
 end
 
-local function serverNow()
+-- The server's TIME in microseconds.
+local function serverMicros()
   local time = redis.call('TIME')
-  return tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+  return tonumber(time[1]) * 1000000 + tonumber(time[2])
 end
 
 -- True when every record asked about is there.
@@ -285,7 +286,8 @@ return view
  * increments the job's counter (in the HSET of the records put) and replies { the granted
  * occurrence's token (written into its record) or -1, the store's time }.
  *
- * The token is an `INCR` of the key's counter, seeded from `TIME` as an acquire's is (see above).
+ * The token is an `INCR` of the key's counter, seeded from `TIME` as an acquire's is (see above): the
+ * batch's `TIME`, read once at its start (`nowMicros`).
  */
 const ledgerWriteScript = `
 local version, at, counter = versionNow(KEYS, ARGV)
@@ -306,8 +308,8 @@ local token = -1
 if grantAt ~= '' then
   token = redis.call('INCR', KEYS[2])
   if token == 1 then
-    local seed = redis.call('TIME')
-    token = tonumber(seed[1]) * 1000000 + tonumber(seed[2])
+    -- Seeded as an acquire's is, from the batch's TIME.
+    token = nowMicros
     redis.call('SET', KEYS[2], fmt(token))
   end
   if holdsKey then
@@ -453,14 +455,15 @@ return false
 /**
  * The batch form of a ledger script (see ../call-batches.ts): its body runs once per call, in
  * order, each with its own KEYS (`keysEach` of them) and ARGV (each call's ARGV is preceded by its
- * count), after the read block's functions and one `TIME` (`now`) for the whole
+ * count), after the read block's functions and one `TIME` (`now`, in ms; `nowMicros`) for the whole
  * batch; the replies come back as one array. The body's KEYS and ARGV are the function's
  * parameters, so it reads as a script of its own. A body never replies nil (it would end the
  * array); `false` comes back as a null element.
  */
 function batchOf(body: string, keysEach: number): string {
   return `${ledgerReadBlock}
-local now = serverNow()
+local nowMicros = serverMicros()
+local now = math.floor(nowMicros / 1000)
 local function one(KEYS, ARGV)
 ${body}
 end

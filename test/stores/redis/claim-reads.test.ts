@@ -66,9 +66,9 @@ describe.skipIf(privateRedisUnavailableReason())('RedisLockStore: what a claim r
       evalsha: 2,
       // The read: the record with the counter, the lease, the current occurrence, the pause, the
       // queue, the record count; the write: the version's three parts again, the lease, the
-      // current occurrence, the token (a new key's counter is seeded from TIME), the record, the
-      // index. Each script reads TIME once.
-      time: 3,
+      // current occurrence, the token (a new key's counter is seeded from the script's TIME), the
+      // record, the index. Each script reads TIME once.
+      time: 2,
       hmget: 4,
       get: 2,
       exists: 1,

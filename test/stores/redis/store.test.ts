@@ -426,7 +426,7 @@ describe.skipIf(privateRedisUnavailableReason())('RedisLockStore on a private Re
       ]);
     });
 
-    it('250 concurrent claims go out in script calls of at most 100 (reads, then writes), at most 4 in flight, and so do their finishes; each gets its own answer', async () => {
+    it('250 concurrent claims go out in script calls of at most 100 (reads, then writes), at most 4 in flight, and so do their finishes (writes alone); each gets its own answer', async () => {
       const store = new RedisLockStore(client, { prefix: `claim-batch-${Date.now()}:` });
       const jobs = Array.from({ length: 250 }, (_, index) => `job-${index}`);
       // Warm-up: both forms of both scripts are loaded, so no NOSCRIPT round trip is counted.
@@ -467,8 +467,6 @@ describe.skipIf(privateRedisUnavailableReason())('RedisLockStore on a private Re
         ['read', 50],
       ]);
       expect(claims.map((claim) => claim.status)).toEqual(jobs.map(() => 'granted'));
-      const tokens = claims.map((claim) => (claim.status === 'granted' ? claim.lease.token : 0));
-      expect(new Set(tokens).size).toBe(250);
       for (const [index, claim] of claims.entries()) {
         expect(claim.status === 'granted' && claim.lease.job).toBe(jobs[index]);
       }
@@ -487,16 +485,21 @@ describe.skipIf(privateRedisUnavailableReason())('RedisLockStore on a private Re
           ),
         ),
       );
+      // Decided on what the store knows after its grants: writes alone.
       expect(calls(finishes)).toEqual([
-        ['read', 100],
-        ['read', 100],
-        ['read', 50],
         ['write', 100],
         ['write', 100],
         ['write', 50],
       ]);
       expect(await store.runHistory('job-7')).toMatchObject([{ outcome: 'failure', error: 'boom' }]);
-      expect(await store.runHistory('job-249')).toMatchObject([{ outcome: 'success' }]);
+      // Each claim got its own answer: the token in its job's record.
+      for (const [index, claim] of claims.entries()) {
+        const [record] = await store.runHistory(jobs[index]!);
+        expect(record).toMatchObject({ outcome: index === 7 ? 'failure' : 'success' });
+        expect(claim.status === 'granted' && record!.token).toBe(
+          claim.status === 'granted' && claim.lease.token,
+        );
+      }
       // A stale finish in a batch is refused on its own; the other one in the call is recorded.
       const earlier = scheduledAt - 1_000;
       const again = await Promise.all(
