@@ -1,16 +1,19 @@
 /**
  * Fire lateness of `resil run`'s engine against croner alone: how long after the schedule's instant
- * the job's function starts. Three setups run side by side in one process, interleaved: each fires
- * every third second, on its own second (0, 1, 2 mod 3), so they never delay each other while load
- * on the machine hits all of them alike:
+ * the job's function starts. Four setups run side by side in one process, interleaved: each fires
+ * every fourth second, on its own second (0, 1, 2, 3 mod 4), so they never delay each other while
+ * load on the machine hits all of them alike:
  * - croner calling a function (the baseline);
  * - JobRunner with a MemoryLockStore: the engine's own cost (occurrence, store clock, lock, run
  *   ledger check, pipeline);
- * - JobRunner with a RedisLockStore: adds the store's round trips (TIME, acquire, ledger read).
+ * - JobRunner with a RedisLockStore: adds the store's round trip (the claim: one script when this
+ *   process wrote the job's ledger last, else a read and a write);
+ * - croner calling a function that sends Redis one PING: what a first round trip to Redis costs
+ *   after seconds of idle, on this machine (a process and a server that were asleep wake up).
  *
  * The first fire of each setup warms up (modules load, code compiles) and is not counted.
  *
- * `npm run bench -- scheduler` (BENCH_FIRES sets the fires per setup, default 20: about a minute).
+ * `npm run bench -- scheduler` (BENCH_FIRES sets the fires per setup, default 20: about 80 s).
  */
 import { Cron } from 'croner';
 import { Redis } from 'ioredis';
@@ -45,6 +48,29 @@ async function cronerAlone(schedule: string, fires: number): Promise<number[]> {
       const now = preciseNow();
       if (expected !== undefined) lateness.push(now - expected);
       expected = cron.nextRun()?.getTime();
+      if (lateness.length > fires) {
+        lateness.shift(); // the warm-up fire
+        cron.stop();
+        resolve(lateness);
+      }
+    });
+    expected = cron.nextRun()?.getTime();
+  });
+}
+
+/**
+ * croner calling a function that sends Redis a PING: the lateness of a fire whose first act is one
+ * round trip to Redis, after the same idle seconds (the floor of any fire that asks Redis first).
+ */
+async function cronerThenPing(client: Redis, schedule: string, fires: number): Promise<number[]> {
+  const lateness: number[] = [];
+  return new Promise((resolve) => {
+    let expected: number | undefined;
+    const cron = new Cron(schedule, async () => {
+      const due = expected;
+      expected = cron.nextRun()?.getTime();
+      await client.ping();
+      if (due !== undefined) lateness.push(preciseNow() - due);
       if (lateness.length > fires) {
         lateness.shift(); // the warm-up fire
         cron.stop();
@@ -111,10 +137,11 @@ export default async function (options: BenchOptions): Promise<void> {
     console.log(`(RedisLockStore row skipped: ${(error as Error).message})`);
   }
 
-  const [croner, memory, redis] = await Promise.all([
-    cronerAlone('*/3 * * * * *', fires),
-    resilRunner(new MemoryLockStore(), '1-59/3 * * * * *', fires, 'bench-memory'),
-    redisStore ? resilRunner(redisStore, '2-59/3 * * * * *', fires, 'bench-redis') : undefined,
+  const [croner, memory, redis, ping] = await Promise.all([
+    cronerAlone('*/4 * * * * *', fires),
+    resilRunner(new MemoryLockStore(), '1-59/4 * * * * *', fires, 'bench-memory'),
+    redisStore ? resilRunner(redisStore, '2-59/4 * * * * *', fires, 'bench-redis') : undefined,
+    redisStore ? cronerThenPing(client, '3-59/4 * * * * *', fires) : undefined,
   ]);
   if (redisStore) {
     const keys = await client.keys(`${prefix}*`);
@@ -127,6 +154,7 @@ export default async function (options: BenchOptions): Promise<void> {
     ['resil JobRunner, MemoryLockStore', memory],
   ];
   if (redis) rows.push(['resil JobRunner, RedisLockStore', redis]);
+  if (ping) rows.push(['croner, then one Redis PING', ping]);
   const baseline = median([...croner].sort((a, b) => a - b));
   printTable(
     `fire lateness, ms after the scheduled instant (${fires} fires per row, interleaved${options.smoke ? '; smoke run: figures are meaningless' : ''})`,
