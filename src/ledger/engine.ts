@@ -88,7 +88,8 @@ export interface WriteChanges extends Omit<LedgerChanges, 'put' | 'trim'> {
 
 /**
  * Written (with the grant's token), or not: the version changed since the read. A store that keeps
- * {@link KnownViews} also tells its time and the records as it wrote them.
+ * {@link KnownViews} also tells its time and the records as it wrote them; refusing a claim made on
+ * a known view, it may return what it found instead, as a read would (`stored`, records alone).
  */
 export type WriteReply =
   | {
@@ -97,7 +98,13 @@ export type WriteReply =
       readonly now?: number;
       readonly records?: ReadonlyMap<number, string>;
     }
-  | { readonly written: false };
+  | { readonly written: false; readonly stored?: StoredView };
+
+/** A decision made on a view the process knew: the store time it was made at, and that view's parts. */
+export interface DecidedOnKnown {
+  readonly decidedAt: number;
+  readonly parts: VersionParts;
+}
 
 /** How many times a decision is made again on a view that changed before it could be written. */
 const maxAttempts = 50;
@@ -106,7 +113,8 @@ const maxAttempts = 50;
  * `apply` for a store with a read and a conditional write (Redis): reads, decides, and writes only
  * where the version read still holds; else reads and decides again. With `known`, a decision is
  * first made on the view the process knows after its last write of the job, if any, and written
- * at once (`decidedAt`: the store time it was made at); refused, it is read and decided again.
+ * at once (`onKnown`); refused, it is read and decided again (on what the refusal returned, if
+ * anything).
  */
 export function compareAndWrite(
   storeName: string,
@@ -115,25 +123,26 @@ export function compareAndWrite(
     target: ReadTarget,
     version: string,
     changes: WriteChanges,
-    decidedAt?: number,
+    onKnown?: DecidedOnKnown,
   ) => Promise<WriteReply>,
   known?: KnownViews,
 ): LedgerPrimitive['apply'] {
+  /** Applied, or the view the store returned with its refusal (`null` without one). */
   const written = async (
     target: ReadTarget,
     stored: StoredView,
     changes: WriteChanges,
-    decidedAt?: number,
-  ): Promise<Applied | undefined> => {
+    onKnown?: DecidedOnKnown,
+  ): Promise<Applied | StoredView | null> => {
     let reply: WriteReply;
     try {
-      reply = await write(target, stored.version!, changes, decidedAt);
+      reply = await write(target, stored.version!, changes, onKnown);
     } catch (error) {
       // It may have been written or not: what the process knew is no longer sure.
       known?.forget(target);
       throw error;
     }
-    if (!reply.written) return undefined;
+    if (!reply.written) return reply.stored ?? null;
     if (known !== undefined) {
       if (reply.now === undefined || reply.records === undefined) known.forget(target);
       else known.remember(target, stored, changes, { ...reply, now: reply.now, records: reply.records });
@@ -142,22 +151,27 @@ export function compareAndWrite(
   };
   return async (target, decide) => {
     const guess = known?.stored(target);
+    /** What the store returned refusing a write on the known view: the loop's first read. */
+    let found: StoredView | undefined;
     if (guess !== undefined) {
       const changes = decide(guess.stored);
       // A decision that writes nothing is not checked by the store: it is made on a read. A write
       // refused says the view is out of date.
       if (changes !== undefined) {
-        const applied = await written(target, guess.stored, changes, guess.decidedAt);
-        if (applied !== undefined) return applied;
+        const { decidedAt, stored } = guess;
+        const applied = await written(target, stored, changes, { decidedAt, parts: stored.parts });
+        if (applied !== null && !isStoredView(applied)) return applied;
         known!.forget(target);
+        found = applied ?? undefined;
       }
     }
     for (let attempt = 1; ; attempt++) {
-      const stored = await read(target);
+      const stored = found ?? (await read(target));
+      found = undefined;
       const changes = decide(stored);
       if (changes === undefined) return {};
       const applied = await written(target, stored, changes);
-      if (applied !== undefined) return applied;
+      if (applied !== null && !isStoredView(applied)) return applied;
       if (attempt === maxAttempts) {
         throw new StoreUnavailableError(
           `${storeName}: the run ledger of "${target.job}" changed under each of ${maxAttempts} attempts to write it.`,
@@ -165,6 +179,10 @@ export function compareAndWrite(
       }
     }
   };
+}
+
+function isStoredView(value: Applied | StoredView): value is StoredView {
+  return 'view' in value;
 }
 
 /**

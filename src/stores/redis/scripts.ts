@@ -255,11 +255,12 @@ end
 
 -- The version of what the decision for ARGV (a job, the number of occurrences asked about, those)
 -- read, as it is now. Returns it, the position of the first ARGV after those, and the job's counter.
-local function versionNow(KEYS, ARGV)
+-- \`got\`: the job's counter and those records, when the caller read them already.
+local function versionNow(KEYS, ARGV, got)
   local asked = tonumber(ARGV[2])
   local owner = redis.call('GET', KEYS[1])
   local current = redis.call('HMGET', KEYS[3], 'job', 'at')
-  local records = redis.call('HMGET', KEYS[4], 'v', unpack(ARGV, 3, 2 + asked))
+  local records = got or redis.call('HMGET', KEYS[4], 'v', unpack(ARGV, 3, 2 + asked))
   local counter = table.remove(records, 1)
   return digestOf(counter, owner, current, records, asked), 3 + asked, counter
 end
@@ -274,7 +275,8 @@ return view
 /**
  * The write's ARGV: the job, the number of occurrences the read asked about, those, then the
  * version it read, the store time the decision was made at when it was made on a view the
- * process knew instead of one it read ('' for a read's), the granted occurrence ('' for none),
+ * process knew instead of one it read ('' for a read's), for a claim so made the job's counter
+ * in that view ('' for none), the granted occurrence ('' for none),
  * its owner, its ttl ms, '1' when it takes the key's lease, the ttl ms the key's lease is renewed
  * for ('' for none), the key's release channel to release its lease and publish there ('' for none;
  * a channel is not a key: a client's key prefix does not apply), '1' to clear the current occurrence with it,
@@ -282,7 +284,9 @@ return view
  * new to the index, queue, succeeded and running index: '1' add, '-1' remove, '0' leave) and 3 per
  * drop (occurrence, '1' when queued, '1' when succeeded; a dropped occurrence is never running, and
  * left the running index when it stopped running).
- * Writes nothing and replies 0 when the version changed (or a known view's time is off); else
+ * Writes nothing and replies 0 when the version changed (or a known view's time is off), or
+ * { 0, the store's time, the records asked about } when a claim's counter did and those records
+ * are all there (the process may decide on them alone, as on a read of them); else
  * increments the job's counter (in the HSET of the records put) and replies { the granted
  * occurrence's token (written into its record) or -1, the store's time }.
  *
@@ -290,7 +294,20 @@ return view
  * batch's `TIME`, read once at its start (`nowMicros`).
  */
 const ledgerWriteScript = `
-local version, at, counter = versionNow(KEYS, ARGV)
+local asked = tonumber(ARGV[2])
+local got = false
+-- A claim decided on a view the process knew: when the job's counter moved since, another write
+-- came first, and the records asked about (when all are there) may answer the claim alone.
+local expected = ARGV[5 + asked]
+if expected ~= '' then
+  got = redis.call('HMGET', KEYS[4], 'v', unpack(ARGV, 3, 2 + asked))
+  if (got[1] or '') ~= expected then
+    table.remove(got, 1)
+    if allThere(got, asked) then return { 0, fmt(now), got } end
+    return 0
+  end
+end
+local version, at, counter = versionNow(KEYS, ARGV, got)
 if version ~= ARGV[at] then return 0 end
 -- A decision made on a view the process knew rather than read: made at a time no later than now,
 -- nor more than ${knownViewClockToleranceMs} ms before it.
@@ -298,7 +315,7 @@ if ARGV[at + 1] ~= '' then
   local decidedAt = tonumber(ARGV[at + 1])
   if decidedAt > now or now - decidedAt > ${knownViewClockToleranceMs} then return 0 end
 end
-at = at + 1
+at = at + 2
 -- The counter's increment, written with the records put (one HSET).
 local hashWrites = { 'v', fmt((tonumber(counter) or 0) + 1) }
 local grantAt, grantOwner, grantTtl, holdsKey = ARGV[at + 1], ARGV[at + 2], ARGV[at + 3], ARGV[at + 4] == '1'

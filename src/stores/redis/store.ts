@@ -20,6 +20,7 @@ import type { LedgerEntry, LedgerView } from '../../ledger/decide.ts';
 import { checkConcurrency, ledgerTrimOf } from '../../ledger/defaults.ts';
 import {
   compareAndWrite,
+  type DecidedOnKnown,
   LedgerEngine,
   type ReadTarget,
   type StoredView,
@@ -195,7 +196,7 @@ export class RedisLockStore
         apply: compareAndWrite(
           'RedisLockStore',
           (target) => this.#readLedger(target),
-          (target, version, changes, decidedAt) => this.#writeLedger(target, version, changes, decidedAt),
+          (target, version, changes, onKnown) => this.#writeLedger(target, version, changes, onKnown),
           new KnownViews({ versionOf }),
         ),
       },
@@ -397,7 +398,7 @@ export class RedisLockStore
     target: ReadTarget,
     version: string,
     changes: WriteChanges,
-    decidedAt?: number,
+    onKnown?: DecidedOnKnown,
   ): Promise<WriteReply> {
     const { grant, renewKey, releaseKey } = changes;
     const argv: Argument[] = [
@@ -405,7 +406,9 @@ export class RedisLockStore
       target.occurrences.length,
       ...target.occurrences.map(String),
       version,
-      decidedAt === undefined ? '' : String(decidedAt),
+      onKnown === undefined ? '' : String(onKnown.decidedAt),
+      // A claim made on a known view: the counter it knew, for the records alone when it moved.
+      onKnown !== undefined && target.recordFirst === true ? onKnown.parts.counter : '',
       grant === undefined ? '' : String(grant.scheduledAt),
       grant?.owner ?? '',
       grant === undefined ? '' : pxTtl(grant.ttlMs),
@@ -448,9 +451,21 @@ export class RedisLockStore
       key: target.key,
       job: target.job,
       argv,
-    })) as 0 | [token: number, now: string];
+    })) as 0 | [token: number, now: string] | [refused: 0, now: string, records: string[]];
     if (reply === 0) return { written: false };
-    const [token, now] = reply;
+    if (reply[0] === 0) {
+      // Another write came first: the records asked about, as a record-first read returns them.
+      const [, now, found] = reply as [0, string, string[]];
+      const entries = new Map<number, LedgerEntry>();
+      for (const [index, at] of target.occurrences.entries()) {
+        entries.set(at, ledgerEntryOf(JSON.parse(found[index]!) as StoredLedgerEntry));
+      }
+      return {
+        written: false,
+        stored: { view: { now: Number(now), paused: false, entries }, recordOnly: true },
+      };
+    }
+    const [token, now] = reply as [number, string];
     if (token < 0) return { written: true, now: Number(now), records };
     // The grant's record as the script wrote it: with its token first (see ledgerWrite in scripts.ts).
     const granted = records.get(grant!.scheduledAt)!;

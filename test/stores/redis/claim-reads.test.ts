@@ -79,7 +79,8 @@ describe.skipIf(privateRedisUnavailableReason())('RedisLockStore: what a claim r
       incr: 1,
       zadd: 1,
     });
-    const finishing = await commandsOf(() => store.finishOccurrence(claim!.lease, { outcome: 'success' }));
+    const { lease } = claim;
+    const finishing = await commandsOf(() => store.finishOccurrence(lease, { outcome: 'success' }));
     expect(finishing).toEqual({
       evalsha: 1,
       time: 1,
@@ -211,6 +212,29 @@ describe.skipIf(privateRedisUnavailableReason())('RedisLockStore: what a claim r
       scheduledAt: at + 2_000,
       outcome: 'success',
       token: taken.lease.token,
+    });
+  });
+
+  it("a fire another instance won since this process's last write of the job: the refused write returns the record, which answers the claim", async () => {
+    const other = new RedisLockStore(client, { prefix: 'reads:' });
+    const job = { job: 'hourly', key: 'hourly' } as const;
+    const first = await store.claimOccurrence(request({ ...job, scheduledAt: at }));
+    if (first.status !== 'granted') throw new Error(JSON.stringify(first));
+    await store.finishOccurrence(first.lease, { outcome: 'success' });
+    // The next fire: the other instance is granted it first.
+    const won = await other.claimOccurrence(request({ ...job, scheduledAt: at + 1_000, owner: 'other' }));
+    if (won.status !== 'granted') throw new Error(JSON.stringify(won));
+    let lost: Awaited<ReturnType<RedisLockStore['claimOccurrence']>> | undefined;
+    const losing = await commandsOf(async () => {
+      lost = await store.claimOccurrence(request({ ...job, scheduledAt: at + 1_000 }));
+    });
+    expect(lost).toMatchObject({ status: 'wait', runningElsewhere: true });
+    // One script, as a claim that reads the record first costs.
+    expect(losing).toEqual({ evalsha: 1, time: 1, hmget: 1 });
+    await other.finishOccurrence(won.lease, { outcome: 'success' });
+    expect(await store.claimOccurrence(request({ ...job, scheduledAt: at + 1_000 }))).toEqual({
+      status: 'skipped',
+      reason: 'already-done',
     });
   });
 

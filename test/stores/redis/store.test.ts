@@ -268,6 +268,7 @@ describe.skipIf(privateRedisUnavailableReason())('RedisLockStore on a private Re
         '',
         '',
         '',
+        '',
         '0',
         '',
         '',
