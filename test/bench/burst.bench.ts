@@ -9,7 +9,8 @@
  *
  * `npm run bench -- burst` (after `npm run build`): N = 10,000 and K = 3, or BENCH_BURST_JOBS and
  * BENCH_BURST_INSTANCES; BENCH_BURST_STORES=redis (or postgres) for one store; BENCH_BURST_DETAIL=1
- * prints Redis's calls per command; BENCH_BURST_NODE_ARGS gives node arguments to each instance (a
+ * prints Redis's calls per command; BENCH_BURST_NIGHTS=2 makes the jobs due again one window later
+ * (a second night: each instance then knows the ledgers it wrote); BENCH_BURST_NODE_ARGS gives node arguments to each instance (a
  * CPU profile: `--cpu-prof --cpu-prof-dir=<dir>`). The smoke run: 200 jobs on 2 instances. Linux
  * only (reads /proc).
  */
@@ -114,7 +115,28 @@ function quantile(sorted: number[], fraction: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(fraction * sorted.length))] ?? Number.NaN;
 }
 
-async function burst(setup: StoreSetup, jobs: number, instances: number, windowMs: number) {
+/** What one instant of a burst gave. */
+interface InstantResult {
+  runs: number;
+  distinct: number;
+  duplicates: number;
+  lost: number;
+  late: number[];
+  commandsPerOccurrence: number;
+}
+
+/**
+ * The burst, over `nights` instants `windowMs` apart (each job due at every one: 2 is a second
+ * night, when each instance knows the ledgers it wrote at the first): one result per instant, and
+ * each instance's peak RSS over all of them.
+ */
+async function burst(
+  setup: StoreSetup,
+  jobs: number,
+  instances: number,
+  windowMs: number,
+  nights: number,
+): Promise<{ instants: InstantResult[]; peakRss: number[] }> {
   const server = await setup.start();
   const directory = mkdtempSync(join(repoRoot, '.bench-burst-'));
   const records = join(directory, 'records.jsonl');
@@ -122,8 +144,15 @@ async function burst(setup: StoreSetup, jobs: number, instances: number, windowM
   try {
     // Each instance loads the config and settles before the instant; 10,000 jobs take a few s.
     const leadMs = 5_000 + jobs * 1.2;
-    const instant = new Date(Math.ceil((Date.now() + leadMs) / 1_000) * 1_000);
-    const schedule = `${instant.getUTCSeconds()} ${instant.getUTCMinutes()} ${instant.getUTCHours()} * * *`;
+    let instant = new Date(Math.ceil((Date.now() + leadMs) / 1_000) * 1_000);
+    // Every instant in one minute, so that one daily schedule holds them all.
+    const spanMs = (nights - 1) * windowMs;
+    if (instant.getUTCSeconds() * 1_000 + spanMs >= 60_000) {
+      instant = new Date(Math.ceil(instant.getTime() / 60_000) * 60_000);
+    }
+    const instants = Array.from({ length: nights }, (_, night) => instant.getTime() + night * windowMs);
+    const secondsList = instants.map((at) => new Date(at).getUTCSeconds()).join(',');
+    const schedule = `${secondsList} ${instant.getUTCMinutes()} ${instant.getUTCHours()} * * *`;
     writeFileSync(
       join(directory, 'resil.config.ts'),
       `import { appendFileSync } from 'node:fs';
@@ -159,10 +188,14 @@ export default defineConfig({ store, jobs });
       for (const [index, run] of runs.entries())
         peaks[index] = Math.max(peaks[index]!, rssMegabytes(run.pid));
     }, 200);
-    await sleep(instant.getTime() - Date.now() - 1_000);
-    const commandsBefore = await server.commands();
-    await sleep(instant.getTime() + windowMs - Date.now());
-    const commands = (await server.commands()) - commandsBefore;
+    const commands: number[] = [];
+    for (const [night, at] of instants.entries()) {
+      await sleep(at - Date.now() - 1_000);
+      const before = await server.commands();
+      // To the next night's count, or to the end of the last window.
+      await sleep(at + windowMs - (night < nights - 1 ? 1_000 : 0) - Date.now());
+      commands.push((await server.commands()) - before);
+    }
     clearInterval(sampler);
     await Promise.all(runs.map((run) => run.stop(5_000)));
     let lines: Array<{ job: number; startedAt: number; scheduledAt: number }> = [];
@@ -174,18 +207,21 @@ export default defineConfig({ store, jobs });
     } catch {
       // No run at all.
     }
-    const perJob = new Map<number, number>();
-    for (const line of lines) perJob.set(line.job, (perJob.get(line.job) ?? 0) + 1);
-    const late = lines.map((line) => line.startedAt - line.scheduledAt).sort((a, b) => a - b);
-    return {
-      runs: lines.length,
-      distinct: perJob.size,
-      duplicates: [...perJob.values()].filter((count) => count > 1).length,
-      lost: jobs - perJob.size,
-      late: [quantile(late, 0.5), quantile(late, 0.99), late.at(-1) ?? Number.NaN],
-      commandsPerOccurrence: commands / jobs,
-      peakRss: peaks,
-    };
+    const results = instants.map((at, night): InstantResult => {
+      const ofNight = lines.filter((line) => line.scheduledAt === at);
+      const perJob = new Map<number, number>();
+      for (const line of ofNight) perJob.set(line.job, (perJob.get(line.job) ?? 0) + 1);
+      const late = ofNight.map((line) => line.startedAt - line.scheduledAt).sort((a, b) => a - b);
+      return {
+        runs: ofNight.length,
+        distinct: perJob.size,
+        duplicates: [...perJob.values()].filter((count) => count > 1).length,
+        lost: jobs - perJob.size,
+        late: [quantile(late, 0.5), quantile(late, 0.99), late.at(-1) ?? Number.NaN],
+        commandsPerOccurrence: commands[night]! / jobs,
+      };
+    });
+    return { instants: results, peakRss: peaks };
   } finally {
     await Promise.all(runs.map((run) => run.stop(1_000)));
     rmSync(directory, { recursive: true, force: true });
@@ -198,24 +234,28 @@ export default async function (options: BenchOptions): Promise<void> {
   const instances = options.smoke ? 2 : Number(process.env.BENCH_BURST_INSTANCES ?? 3);
   const windowMs = options.smoke ? 5_000 : Number(process.env.BENCH_BURST_WINDOW_MS ?? 30_000);
   const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+  // BENCH_BURST_NIGHTS=2: the jobs are due again one window later, as on a second night.
+  const nights = options.smoke ? 1 : Number(process.env.BENCH_BURST_NIGHTS ?? 1);
   const rows: Array<Array<string | number>> = [];
   // BENCH_BURST_STORES=redis (or postgres) runs one store only.
   const only = process.env.BENCH_BURST_STORES?.split(',');
   for (const setup of stores.filter((each) => only === undefined || only.includes(each.name))) {
-    const result = await burst(setup, jobs, instances, windowMs);
-    rows.push([
-      setup.name,
-      `${formatNumber(result.distinct)} of ${formatNumber(jobs)}`,
-      result.duplicates.toLocaleString('en-US'),
-      result.lost.toLocaleString('en-US'),
-      result.late.map(seconds).join(' / '),
-      result.commandsPerOccurrence.toFixed(2),
-      result.peakRss.map((mb) => mb.toFixed(0)).join(', '),
-    ]);
+    const { instants, peakRss } = await burst(setup, jobs, instances, windowMs, nights);
+    for (const [night, result] of instants.entries()) {
+      rows.push([
+        nights === 1 ? setup.name : `${setup.name}, night ${night + 1}`,
+        `${formatNumber(result.distinct)} of ${formatNumber(jobs)}`,
+        result.duplicates.toLocaleString('en-US'),
+        result.lost.toLocaleString('en-US'),
+        result.late.map(seconds).join(' / '),
+        result.commandsPerOccurrence.toFixed(2),
+        night === instants.length - 1 ? peakRss.map((mb) => mb.toFixed(0)).join(', ') : '',
+      ]);
+    }
   }
   rows.push(['before (redis)', before.runs, 0, '6,264', before.late, before.commands, before.rss]);
   printTable(
-    `${formatNumber(jobs)} jobs due at one instant on ${instances} instances (window ${seconds(windowMs)})`,
+    `${formatNumber(jobs)} jobs due at one instant on ${instances} instances (window ${seconds(windowMs)}${nights > 1 ? `; due again ${nights - 1} time(s), a window apart` : ''})`,
     [
       'store',
       'occurrences run',
