@@ -147,15 +147,14 @@ export class KnownViews {
       }
     }
     const history = stored.history && historyAfter(stored.history, changes);
-    // Only what a decision looks at is kept: the current, queued and running entries, and those a
-    // trim may drop.
-    const keep = new Set(history?.oldest);
-    if (current !== undefined) keep.add(current);
+    // Only what a decision looks at is kept: the current, queued and running entries whole (with
+    // their records as stored, for the version), and of those a trim may drop what a trim looks at.
+    const oldest = new Set(history?.oldest);
     for (const [at, entry] of entries) {
-      if (!keep.has(at) && entry.outcome !== 'queued' && entry.outcome !== 'running') {
-        entries.delete(at);
-        records.delete(at);
-      }
+      if (at === current || entry.outcome === 'queued' || entry.outcome === 'running') continue;
+      records.delete(at);
+      if (oldest.has(at)) entries.set(at, { job: entry.job, scheduledAt: at, outcome: entry.outcome });
+      else entries.delete(at);
     }
     const known: KnownView = {
       view: {
@@ -181,8 +180,12 @@ export class KnownViews {
   }
 }
 
-/** The most of a job's oldest records a store reads for a trim (the Redis read's 100). */
-const maxHistoryRead = 100;
+/**
+ * How many of a job's oldest records a known view keeps: the trims of about this many finishes
+ * (one each once the job holds its record limit), with little held per job. Past it, the view no
+ * longer holds every record (a trim then reads).
+ */
+const knownHistoryLimit = 10;
 
 function idOf(target: Pick<ReadTarget, 'key' | 'job'>): string {
   return `${target.key}\u0000${target.job}`;
@@ -220,7 +223,7 @@ function historyAfter(
   const oldest = [...history.oldest, ...added.filter((at) => complete || at < newest)]
     .filter((at) => !dropped.has(at))
     .sort((a, b) => a - b)
-    // As many as a read returns at most: a trim drops no more in one write.
-    .slice(0, maxHistoryRead);
+    // A few: enough for the next trims, after which a read brings more.
+    .slice(0, knownHistoryLimit);
   return { total: history.total + added.length - dropped.size, oldest };
 }

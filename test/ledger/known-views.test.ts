@@ -182,6 +182,48 @@ describe('KnownViews', () => {
     expect(known.stored({ ...claimTarget(at), job: 'd' })).toBeDefined();
   });
 
+  it('holds little per job: ten of the oldest records at most, with only what a trim looks at', () => {
+    const { known } = setUp();
+    const done = (scheduledAt: number) => ({
+      job: 'report',
+      scheduledAt,
+      outcome: 'success' as const,
+      instance: 'web-1',
+      startedAt: scheduledAt,
+      endedAt: scheduledAt + 5,
+      token: 9,
+    });
+    const ats = Array.from({ length: 15 }, (_, index) => at + index * 1_000);
+    const read: StoredView = {
+      view: { now: at + 20_000, paused: false, entries: new Map(ats.map((each) => [each, done(each)])) },
+      version: 'read',
+      parts: {
+        counter: '15',
+        owner: '',
+        currentJob: '',
+        currentAt: '',
+        records: new Map(ats.map((each) => [each, JSON.stringify(done(each))])),
+      },
+      history: { total: 15, oldest: ats },
+    };
+    known.remember(
+      claimTarget(at + 20_000),
+      read,
+      { put: [], drop: [], current: undefined },
+      {
+        now: at + 20_000,
+        records: new Map(),
+      },
+    );
+    // Fifteen records, all read: the view keeps the ten oldest, as a trim sees them.
+    const guess = known.stored({ ...claimTarget(at + 21_000), trim: { ...trim, recordLimit: 20 } })!;
+    expect(guess.stored.history).toEqual({ total: 15, oldest: ats.slice(0, 10) });
+    expect([...guess.stored.view.entries.values()]).toEqual(
+      ats.slice(0, 10).map((each) => ({ job: 'report', scheduledAt: each, outcome: 'success' })),
+    );
+    expect(guess.stored.parts.records.size).toBe(0);
+  });
+
   it('trims on what it knows only while it holds every record the trim may drop', () => {
     const day = 86_400_000;
     const limits = { retentionMs: 7 * day, recordLimit: 100, keepWithinMs: 60_000 };
