@@ -16,7 +16,7 @@ import {
   resolvedTrim,
   trimmed,
 } from './decide.ts';
-import type { KnownViews, VersionParts } from './known-views.ts';
+import type { KnownStoredView, KnownViews, VersionParts } from './known-views.ts';
 
 /**
  * What a store shared by processes gives the run ledger: one atomic step per job and key, and no
@@ -97,6 +97,8 @@ export type WriteReply =
       readonly token?: number;
       readonly now?: number;
       readonly records?: ReadonlyMap<number, string>;
+      /** The job's counter after the write (`VersionParts.counter`), for the view known after it. */
+      readonly counter?: string;
     }
   | { readonly written: false; readonly stored?: StoredView };
 
@@ -132,10 +134,11 @@ export function compareAndWrite(
     target: ReadTarget,
     stored: StoredView,
     changes: WriteChanges,
-    onKnown?: DecidedOnKnown,
+    guess?: KnownStoredView,
   ): Promise<Applied | StoredView | null> => {
     let reply: WriteReply;
     try {
+      const onKnown = guess && { decidedAt: guess.decidedAt, parts: guess.stored.parts };
       reply = await write(target, stored.version!, changes, onKnown);
     } catch (error) {
       // It may have been written or not: what the process knew is no longer sure.
@@ -144,8 +147,12 @@ export function compareAndWrite(
     }
     if (!reply.written) return reply.stored ?? null;
     if (known !== undefined) {
-      if (reply.now === undefined || reply.records === undefined) known.forget(target);
-      else known.remember(target, stored, changes, { ...reply, now: reply.now, records: reply.records });
+      if (reply.now === undefined || reply.records === undefined || reply.counter === undefined) {
+        known.forget(target);
+      } else {
+        const wrote = { ...reply, now: reply.now, records: reply.records, counter: reply.counter };
+        known.remember(target, stored, changes, wrote, guess?.covers);
+      }
     }
     return reply.token === undefined ? {} : { token: reply.token };
   };
@@ -158,8 +165,7 @@ export function compareAndWrite(
       // A decision that writes nothing is not checked by the store: it is made on a read. A write
       // refused says the view is out of date.
       if (changes !== undefined) {
-        const { decidedAt, stored } = guess;
-        const applied = await written(target, stored, changes, { decidedAt, parts: stored.parts });
+        const applied = await written(target, guess.stored, changes, guess);
         if (applied !== null && !isStoredView(applied)) return applied;
         known!.forget(target);
         found = applied ?? undefined;
@@ -323,6 +329,23 @@ interface ApplyOptions {
   readonly recordDecides?: (view: LedgerView) => boolean;
 }
 
+/** The occurrences a write records for the first time. */
+export function addedBy(put: WriteChanges['put']): number[] {
+  return put.filter(({ before }) => before === undefined).map(({ entry }) => entry.scheduledAt);
+}
+
+/**
+ * The oldest occurrences of `history` once `added` are recorded: those read, then each added one
+ * that is among them (older than the newest read, or the read holds every record; a store may read
+ * only the oldest few of many).
+ */
+export function oldestWith(history: NonNullable<StoredView['history']>, added: readonly number[]): number[] {
+  const read = history.oldest;
+  const complete = read.length >= history.total;
+  const newest = read.length === 0 ? Number.NEGATIVE_INFINITY : read[read.length - 1]!;
+  return [...read, ...added.filter((at) => complete || at < newest)];
+}
+
 /** The changes as the store writes them, or `undefined` when there is nothing to write. */
 function writeChangesOf(stored: StoredView, changes: LedgerChanges): WriteChanges | undefined {
   const { view } = stored;
@@ -330,19 +353,9 @@ function writeChangesOf(stored: StoredView, changes: LedgerChanges): WriteChange
   let drop: LedgerEntry[] = [];
   if (changes.trim !== undefined && stored.history !== undefined) {
     const after = new Map(put.map(({ entry }) => [entry.scheduledAt, entry]));
-    const added = put.filter(({ before }) => before === undefined).length;
-    // The oldest read, with what the decision adds where it is among them: older than the newest
-    // read, or the read holds every record. (A store may read only the oldest few of many.)
-    const read = stored.history.oldest;
-    const complete = read.length >= stored.history.total;
-    const newest = read.length === 0 ? Number.NEGATIVE_INFINITY : read[read.length - 1]!;
-    const oldest = [
-      ...read.map((at) => after.get(at) ?? view.entries.get(at)!),
-      ...put
-        .filter(({ before, entry }) => before === undefined && (complete || entry.scheduledAt < newest))
-        .map(({ entry }) => entry),
-    ];
-    const dropped = new Set(trimmed(oldest, view.now, changes.trim, stored.history.total + added));
+    const added = addedBy(put);
+    const oldest = oldestWith(stored.history, added).map((at) => after.get(at) ?? view.entries.get(at)!);
+    const dropped = new Set(trimmed(oldest, view.now, changes.trim, stored.history.total + added.length));
     drop = oldest.filter((entry) => dropped.has(entry.scheduledAt));
   }
   if (

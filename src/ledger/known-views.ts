@@ -1,5 +1,5 @@
 import type { LedgerEntry, LedgerView, ResolvedTrim } from './decide.ts';
-import type { ReadTarget, StoredView, WriteChanges } from './engine.ts';
+import { addedBy, oldestWith, type ReadTarget, type StoredView, type WriteChanges } from './engine.ts';
 
 /**
  * What a process knows of a job's ledger after its own write: the view it read, with what it wrote
@@ -28,11 +28,15 @@ export interface VersionParts {
   readonly records: ReadonlyMap<number, string>;
 }
 
-/** A write as the store took it: its time, and each record put as it keeps it (a grant's with its token). */
+/**
+ * A write as the store took it: its time, each record put as it keeps it (a grant's with its
+ * token), and the job's counter after it.
+ */
 export interface Wrote {
   readonly token?: number;
   readonly now: number;
   readonly records: ReadonlyMap<number, string>;
+  readonly counter: string;
 }
 
 export interface KnownViewsOptions {
@@ -40,37 +44,52 @@ export interface KnownViewsOptions {
   readonly versionOf: (parts: VersionParts, occurrences: readonly number[]) => string;
   /** How many jobs' views are kept; the oldest is forgotten past it (default 10,000). */
   readonly limit?: number;
+  /**
+   * How many queued and how many running entries the store's read returns at most: a view past it
+   * is not kept (a decision on it would see more than one on a read). Default: no limit.
+   */
+  readonly entryLimit?: number;
   /** A monotonic clock in ms (default `performance.now`). */
   readonly clock?: () => number;
 }
 
-interface KnownView {
+interface KnownView extends Coverage {
   /** With `now` the store's time at `seenAt`. */
   readonly view: LedgerView;
   readonly seenAt: number;
   readonly parts: VersionParts;
-  /** Read as a claim reads it: the queue and the pause. */
-  readonly claims: boolean;
-  /** With every running entry (a claim with a `concurrency` above 1 read them). */
-  readonly running: boolean;
   readonly history?: { readonly total: number; readonly oldest: readonly number[] };
 }
 
-/** A view a process knows, as the decision of `target` is made on it, and the time it is made at. */
+/** What a known view holds beyond what every operation reads. */
+export interface Coverage {
+  /** The queue and the pause, as a claim reads them. */
+  readonly claims: boolean;
+  /** Every running entry, as a claim with a `concurrency` above 1 reads them. */
+  readonly running: boolean;
+}
+
+/**
+ * A view a process knows, as the decision of `target` is made on it, the time it is made at, and
+ * what it covers (handed back to `remember` after a write decided on it).
+ */
 export interface KnownStoredView {
   readonly stored: StoredView & { readonly parts: VersionParts };
   readonly decidedAt: number;
+  readonly covers: Coverage;
 }
 
 export class KnownViews {
   readonly #views = new Map<string, KnownView>();
   readonly #versionOf: KnownViewsOptions['versionOf'];
   readonly #limit: number;
+  readonly #entryLimit: number;
   readonly #clock: () => number;
 
   constructor(options: KnownViewsOptions) {
     this.#versionOf = options.versionOf;
     this.#limit = options.limit ?? 10_000;
+    this.#entryLimit = options.entryLimit ?? Number.POSITIVE_INFINITY;
     this.#clock = options.clock ?? (() => performance.now());
   }
 
@@ -93,18 +112,26 @@ export class KnownViews {
       parts: known.parts,
       ...(known.history === undefined ? {} : { history: known.history }),
     };
-    return { stored, decidedAt: now };
+    return { stored, decidedAt: now, covers: { claims: known.claims, running: known.running } };
   }
 
-  /** What is known after `changes`, decided on `stored` for `target`, were written as `wrote` says. */
-  remember(target: ReadTarget, stored: StoredView, changes: WriteChanges, wrote: Wrote): void {
+  /**
+   * What is known after `changes`, decided on `stored` for `target`, were written as `wrote` says.
+   * `covers`: what `stored` holds beyond what `target` read, when it is a view this process knew
+   * (from `stored()`); a view read holds what its target asked for.
+   */
+  remember(
+    target: ReadTarget,
+    stored: StoredView,
+    changes: WriteChanges,
+    wrote: Wrote,
+    covers?: Coverage,
+  ): void {
     const { parts } = stored;
     if (parts === undefined || stored.recordOnly === true) return;
     const id = idOf(target);
-    const before = this.#views.get(id);
-    const claims =
-      target.operation === 'claimOccurrence' || (before?.claims === true && before.parts === parts);
-    const running = target.running === true || (before?.running === true && before.parts === parts);
+    const claims = target.operation === 'claimOccurrence' || covers?.claims === true;
+    const running = target.running === true || covers?.running === true;
     const { view } = stored;
     const { now } = wrote;
     const entries = new Map(view.entries);
@@ -150,11 +177,19 @@ export class KnownViews {
     // Only what a decision looks at is kept: the current, queued and running entries whole (with
     // their records as stored, for the version), and of those a trim may drop what a trim looks at.
     const oldest = new Set(history?.oldest);
+    let queued = 0;
+    let runs = 0;
     for (const [at, entry] of entries) {
+      if (entry.outcome === 'queued') queued++;
+      if (entry.outcome === 'running') runs++;
       if (at === current || entry.outcome === 'queued' || entry.outcome === 'running') continue;
       records.delete(at);
       if (oldest.has(at)) entries.set(at, { job: entry.job, scheduledAt: at, outcome: entry.outcome });
       else entries.delete(at);
+    }
+    if (queued > this.#entryLimit || runs > this.#entryLimit) {
+      this.forget(target);
+      return;
     }
     const known: KnownView = {
       view: {
@@ -165,7 +200,7 @@ export class KnownViews {
         entries,
       },
       seenAt: this.#clock(),
-      parts: { counter: String((Number(parts.counter) || 0) + 1), owner, currentJob, currentAt, records },
+      parts: { counter: wrote.counter, owner, currentJob, currentAt, records },
       claims,
       running,
       ...(history === undefined ? {} : { history }),
@@ -214,13 +249,9 @@ function historyAfter(
   history: NonNullable<KnownView['history']>,
   changes: WriteChanges,
 ): NonNullable<KnownView['history']> {
-  const complete = history.oldest.length >= history.total;
-  const newest = history.oldest[history.oldest.length - 1] ?? Number.NEGATIVE_INFINITY;
-  const added = changes.put
-    .filter(({ before }) => before === undefined)
-    .map(({ entry }) => entry.scheduledAt);
+  const added = addedBy(changes.put);
   const dropped = new Set(changes.drop.map((entry: LedgerEntry) => entry.scheduledAt));
-  const oldest = [...history.oldest, ...added.filter((at) => complete || at < newest)]
+  const oldest = oldestWith(history, added)
     .filter((at) => !dropped.has(at))
     .sort((a, b) => a - b)
     // A few: enough for the next trims, after which a read brings more.

@@ -77,6 +77,7 @@ describe('KnownViews', () => {
       token: 77,
       now: at + 6,
       records: new Map([[at, '{"token":"77",...}']]),
+      counter: '5',
     });
     advance(250);
     const guess = known.stored(finishTarget(at))!;
@@ -100,6 +101,7 @@ describe('KnownViews', () => {
       token: 77,
       now: at + 6,
       records: new Map([[at, '{}']]),
+      counter: '5',
     });
     expect(again.stored(finishTarget(at))!.decidedAt).toBe(at + 6);
   });
@@ -112,6 +114,7 @@ describe('KnownViews', () => {
       token: 77,
       now: at + 6,
       records: new Map([[at, 'granted']]),
+      counter: '5',
     });
     const lease = {
       job: 'report',
@@ -124,10 +127,13 @@ describe('KnownViews', () => {
     const onFinish = known.stored(finishTarget(at))!;
     const finish = decideFinish(onFinish.stored.view, lease, { outcome: 'success' }, trim);
     expect(finish.answer).toEqual({ stale: false });
-    known.remember(finishTarget(at), onFinish.stored, writeChanges(onFinish.stored, finish.changes), {
-      now: at + 40,
-      records: new Map([[at, 'finished']]),
-    });
+    known.remember(
+      finishTarget(at),
+      onFinish.stored,
+      writeChanges(onFinish.stored, finish.changes),
+      { now: at + 40, records: new Map([[at, 'finished']]), counter: '6' },
+      onFinish.covers,
+    );
     advance(1_000);
     const next = known.stored(claimTarget(at + 1_000))!;
     expect(next.stored.view.lease).toBeUndefined();
@@ -146,7 +152,17 @@ describe('KnownViews', () => {
       finishTarget(at),
       read,
       { put: [], drop: [], current: undefined },
-      { now: at, records: new Map() },
+      { now: at, records: new Map(), counter: '5' },
+    );
+    expect(known.stored(claimTarget(at))).toBeUndefined();
+    // Nor after a write decided on that view: it still holds no queue nor pause.
+    const onFinish = known.stored(finishTarget(at))!;
+    known.remember(
+      finishTarget(at),
+      onFinish.stored,
+      { put: [], drop: [], current: undefined },
+      { now: at, records: new Map(), counter: '6' },
+      onFinish.covers,
     );
     expect(known.stored(claimTarget(at))).toBeUndefined();
     expect(known.stored(finishTarget(at))).toBeDefined();
@@ -155,7 +171,7 @@ describe('KnownViews', () => {
       claimTarget(at),
       read,
       { put: [], drop: [], current: undefined },
-      { now: at, records: new Map() },
+      { now: at, records: new Map(), counter: '5' },
     );
     expect(known.stored({ ...claimTarget(at), running: true })).toBeUndefined();
     expect(known.stored(claimTarget(at))).toBeDefined();
@@ -166,7 +182,7 @@ describe('KnownViews', () => {
       claimTarget(at),
       { view: read.view, recordOnly: true },
       { put: [], drop: [], current: undefined },
-      { now: at, records: new Map() },
+      { now: at, records: new Map(), counter: '5' },
     );
     expect(known.size).toBe(0);
     for (const job of ['a', 'b', 'c', 'd']) {
@@ -174,12 +190,33 @@ describe('KnownViews', () => {
         { ...claimTarget(at), job },
         read,
         { put: [], drop: [], current: undefined },
-        { now: at, records: new Map() },
+        { now: at, records: new Map(), counter: '5' },
       );
     }
     expect(known.size).toBe(3);
     expect(known.stored({ ...claimTarget(at), job: 'a' })).toBeUndefined();
     expect(known.stored({ ...claimTarget(at), job: 'd' })).toBeDefined();
+  });
+
+  it("keeps no view with more queued or running occurrences than the store's read returns", () => {
+    const versionOf = () => 'v';
+    const known = new KnownViews({ versionOf, entryLimit: 2 });
+    const queued = (scheduledAt: number) => ({ job: 'report', scheduledAt, outcome: 'queued' as const });
+    const withQueue = (count: number): StoredView => {
+      const ats = Array.from({ length: count }, (_, index) => at + index * 1_000);
+      return {
+        view: { now: at, paused: false, entries: new Map(ats.map((each) => [each, queued(each)])) },
+        version: 'read',
+        parts: { counter: '4', owner: '', currentJob: '', currentAt: '', records: new Map() },
+      };
+    };
+    const unchanged = { put: [], drop: [], current: undefined };
+    const wrote = { now: at, records: new Map(), counter: '5' };
+    const { trim: _, ...target } = claimTarget(at);
+    known.remember(target, withQueue(2), unchanged, wrote);
+    expect(known.stored(target)).toBeDefined();
+    known.remember(target, withQueue(3), unchanged, wrote);
+    expect(known.stored(target)).toBeUndefined();
   });
 
   it('holds little per job: ten of the oldest records at most, with only what a trim looks at', () => {
@@ -213,6 +250,7 @@ describe('KnownViews', () => {
       {
         now: at + 20_000,
         records: new Map(),
+        counter: '16',
       },
     );
     // Fifteen records, all read: the view keeps the ten oldest, as a trim sees them.

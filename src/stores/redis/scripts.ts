@@ -134,6 +134,9 @@ return { owner, redis.call('GET', KEYS[2]) or '0', redis.call('PTTL', KEYS[1]), 
  * write, and the records asked about because an instance of a release before the counter writes
  * them without incrementing it.
  */
+/** How many queued (and running) occurrences a claim's read returns at most, the oldest. */
+export const ledgerReadLimit = 1000;
+
 /** How many more of the oldest records a read with a trim returns than the trim needs. */
 export const historySlack = 8;
 
@@ -191,10 +194,10 @@ local function readView(KEYS, ARGV, now)
   local paused, queue = 0, {}
   if claim then
     paused = redis.call('EXISTS', KEYS[8])
-    queue = redis.call('ZRANGE', KEYS[6], 0, 999)
+    queue = redis.call('ZRANGE', KEYS[6], 0, ${ledgerReadLimit - 1})
   end
   local runs = {}
-  if running then runs = redis.call('ZRANGE', KEYS[9], 0, 999) end
+  if running then runs = redis.call('ZRANGE', KEYS[9], 0, ${ledgerReadLimit - 1}) end
   local total, oldest = 0, {}
   if trim then
     total = redis.call('ZCARD', KEYS[5])
@@ -288,7 +291,7 @@ return view
  * { 0, the store's time, the records asked about } when a claim's counter did and those records
  * are all there (the process may decide on them alone, as on a read of them); else
  * increments the job's counter (in the HSET of the records put) and replies { the granted
- * occurrence's token (written into its record) or -1, the store's time }.
+ * occurrence's token (written into its record) or -1, the store's time, the job's counter now }.
  *
  * The token is an `INCR` of the key's counter, seeded from `TIME` as an acquire's is (see above): the
  * batch's `TIME`, read once at its start (`nowMicros`).
@@ -316,8 +319,11 @@ if ARGV[at + 1] ~= '' then
   if decidedAt > now or now - decidedAt > ${knownViewClockToleranceMs} then return 0 end
 end
 at = at + 2
--- The counter's increment, written with the records put (one HSET).
-local hashWrites = { 'v', fmt((tonumber(counter) or 0) + 1) }
+-- The counter's increment, written with the records put (one HSET). A missing counter (a new job,
+-- or a Redis restarted without its data) is seeded from the batch's TIME in microseconds, as a
+-- token is: it never comes back to a value a process knew from before (see known-views.ts).
+local nextCounter = counter and fmt(tonumber(counter) + 1) or fmt(nowMicros)
+local hashWrites = { 'v', nextCounter }
 local grantAt, grantOwner, grantTtl, holdsKey = ARGV[at + 1], ARGV[at + 2], ARGV[at + 3], ARGV[at + 4] == '1'
 local renewTtl, releaseChannel, clearCurrent = ARGV[at + 5], ARGV[at + 6], ARGV[at + 7] == '1'
 local puts, drops = tonumber(ARGV[at + 8]), tonumber(ARGV[at + 9])
@@ -371,7 +377,7 @@ if drops > 0 then
   if #queued > 0 then redis.call('ZREM', KEYS[6], unpack(queued)) end
   if #succeeded > 0 then redis.call('ZREM', KEYS[7], unpack(succeeded)) end
 end
-return { token, fmt(now) }
+return { token, fmt(now), nextCounter }
 `;
 
 /** KEYS: index, occurrences. ARGV: limit (>= 1). Returns the records (JSON), newest first. */
@@ -386,12 +392,24 @@ return records
 `;
 
 /**
+ * Locals: occurrences, time (a TIME reply). Increments the job's ledger counter, or seeds a missing
+ * one from the time in microseconds, as a ledger write does.
+ */
+const bumpCounterBlock = `
+if redis.call('HEXISTS', occurrences, 'v') == 1 then
+  redis.call('HINCRBY', occurrences, 'v', 1)
+else
+  redis.call('HSET', occurrences, 'v', string.format('%d', tonumber(time[1]) * 1000000 + tonumber(time[2])))
+end
+`;
+
+/**
  * KEYS: paused, occurrences. ARGV: by, '1' when a reason follows, reason. Records the pause at the
- * server's `TIME`, and increments the job's ledger version (a claim decided before it is decided again).
+ * server's `TIME`, and increments the job's ledger counter (a claim decided before it is decided again).
  */
 const pauseJobScript = `
-redis.call('HINCRBY', KEYS[2], 'v', 1)
-local time = redis.call('TIME')
+local occurrences, time = KEYS[2], redis.call('TIME')
+${bumpCounterBlock}
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 redis.call('DEL', KEYS[1])
 redis.call('HSET', KEYS[1], 'pausedAt', string.format('%d', now), 'by', ARGV[1])
@@ -399,9 +417,10 @@ if ARGV[2] == '1' then redis.call('HSET', KEYS[1], 'reason', ARGV[3]) end
 return 1
 `;
 
-/** KEYS: paused, occurrences. Lifts the pause, and increments the job's ledger version. */
+/** KEYS: paused, occurrences. Lifts the pause, and increments the job's ledger counter. */
 const resumeJobScript = `
-redis.call('HINCRBY', KEYS[2], 'v', 1)
+local occurrences, time = KEYS[2], redis.call('TIME')
+${bumpCounterBlock}
 return redis.call('DEL', KEYS[1])
 `;
 

@@ -62,7 +62,14 @@ import { RedisKeys } from './keys.ts';
 import { keySlot, LeaseBatches } from './lease-batches.ts';
 import type { FencedSetOptions, RedisLockStoreOptions } from './options.ts';
 import { ReleaseNotifications } from './release-notifications.ts';
-import { isNoScriptError, runScript, type ScriptRunner, type StoreScript, storeScripts } from './scripts.ts';
+import {
+  isNoScriptError,
+  ledgerReadLimit,
+  runScript,
+  type ScriptRunner,
+  type StoreScript,
+  storeScripts,
+} from './scripts.ts';
 import { claimRedisProbe, type RunCircuitScript, syncRedisCircuit } from './shared-circuit.ts';
 import { rateLimitScript, redisSharedRateLimiter } from './shared-rate-limit.ts';
 
@@ -197,7 +204,7 @@ export class RedisLockStore
           'RedisLockStore',
           (target) => this.#readLedger(target),
           (target, version, changes, onKnown) => this.#writeLedger(target, version, changes, onKnown),
-          new KnownViews({ versionOf }),
+          new KnownViews({ versionOf, entryLimit: ledgerReadLimit }),
         ),
       },
       { claimsReadHistory: true },
@@ -451,7 +458,7 @@ export class RedisLockStore
       key: target.key,
       job: target.job,
       argv,
-    })) as 0 | [token: number, now: string] | [refused: 0, now: string, records: string[]];
+    })) as 0 | [token: number, now: string, counter: string] | [refused: 0, now: string, records: string[]];
     if (reply === 0) return { written: false };
     if (reply[0] === 0) {
       // Another write came first: the records asked about, as a record-first read returns them.
@@ -465,12 +472,12 @@ export class RedisLockStore
         stored: { view: { now: Number(now), paused: false, entries }, recordOnly: true },
       };
     }
-    const [token, now] = reply as [number, string];
-    if (token < 0) return { written: true, now: Number(now), records };
+    const [token, now, counter] = reply as [number, string, string];
+    if (token < 0) return { written: true, now: Number(now), records, counter };
     // The grant's record as the script wrote it: with its token first (see ledgerWrite in scripts.ts).
     const granted = records.get(grant!.scheduledAt)!;
     records.set(grant!.scheduledAt, `{"token":"${token}",${granted.slice(1)}`);
-    return { written: true, token, now: Number(now), records };
+    return { written: true, token, now: Number(now), records, counter };
   }
 
   /** The job's occurrences under `key` (defaults to the job's name), newest first, at most `limit` (20). */

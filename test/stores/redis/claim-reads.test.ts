@@ -238,6 +238,35 @@ describe.skipIf(privateRedisUnavailableReason())('RedisLockStore: what a claim r
     });
   });
 
+  it("after a restart that lost the data, the job's counter starts from the server's time: a view known before never matches it again", async () => {
+    const job = { job: 'lost', key: 'lost', concurrency: 2 } as const;
+    const other = new RedisLockStore(client, { prefix: 'reads:' });
+    // This process ran the job last: it knows its ledger (no lease, no current occurrence: a
+    // `concurrency` above 1), and the counter its two writes left.
+    const first = await store.claimOccurrence(request(job));
+    if (first.status !== 'granted') throw new Error(JSON.stringify(first));
+    await store.finishOccurrence(first.lease, { outcome: 'success' });
+    // The data is lost; another instance then fills the job's two places.
+    const keys = await client.keys('reads:{lost}:*');
+    await client.del(...keys);
+    const [seconds] = await client.time();
+    for (const offset of [1_000, 2_000]) {
+      const claim = await other.claimOccurrence(request({ ...job, scheduledAt: at + offset }));
+      expect(claim.status).toBe('granted');
+    }
+    // Seeded from TIME in microseconds, not counted again from 1 (where two writes lead back to
+    // the value this process knew).
+    expect(Number(await client.hget('reads:{lost}:occ:lost', 'v'))).toBeGreaterThanOrEqual(
+      Number(seconds) * 1_000_000,
+    );
+    // Decided on what this process knew, a third claim would be granted: the store refuses that
+    // write, and the claim is decided again on what it reads.
+    expect(await store.claimOccurrence(request({ ...job, scheduledAt: at + 3_000 }))).toMatchObject({
+      status: 'skipped',
+    });
+    expect(await client.zcard('reads:{lost}:running:lost')).toBe(2);
+  });
+
   it('a bounded occurrence taken over by a claim with concurrency 1 (a config change) leaves the running index when that run finishes', async () => {
     const running = () => client.zrange('reads:{sync}:running:sync', 0, -1);
     const job = { job: 'sync', key: 'sync' } as const;
