@@ -129,6 +129,12 @@ export interface FireOptions {
   /** Called once `run` is about to be called for the first time (the runner's grace period starts mattering). */
   onStart?: () => void;
   /**
+   * Called when the fire's first claim has its answer (or failed), or at once for a job without a
+   * lock: from then on the fire waits on the job or the store's answers, not on the claim queue.
+   * It may be called more than once.
+   */
+  onClaimed?: () => void;
+  /**
    * Called when the signal of a running attempt aborts (timeout, lost lease, shutdown), with the
    * abort reason and a promise that resolves once that attempt settles: a caller can bound how long
    * it waits for a job that ignores its signal.
@@ -238,6 +244,7 @@ export class JobFirer {
       if (this.job.lock !== false && ledger !== undefined) {
         result = await this.#claimAndRun(state, options, ledger);
       } else {
+        options.onClaimed?.();
         result = await this.#fireWithoutLedger(state, options.signal);
       }
     } catch (error) {
@@ -364,6 +371,7 @@ export class JobFirer {
           continue;
         } finally {
           if (claims !== undefined) claims.give();
+          options.onClaimed?.();
         }
         storeRetryDelay = claimRetryTiming.initialDelay;
         if (claim.status === 'skipped') return { outcome: 'skipped', reason: claim.reason };

@@ -45,6 +45,13 @@ export interface JobRunnerOptions {
   version?: string;
 }
 
+/**
+ * How many scheduled fires of a runner wait for their first claim's answer at once; fires due past
+ * it are held until one is answered (see `JobRunner.#held`). Twice the claims in flight
+ * ({@link claimSlotsPerRunner}): the next ones are ready as slots free up.
+ */
+const claimingFiresLimit = 2 * claimSlotsPerRunner;
+
 /** A fire in progress, tracked for graceful shutdown. */
 interface InFlightFire {
   readonly job: string;
@@ -114,6 +121,16 @@ export class JobRunner {
   readonly #jobs: ScheduledJob[];
   readonly #queue: FireQueue<ScheduledJob>;
   readonly #inFlight = new Set<InFlightFire>();
+  /**
+   * Scheduled fires not started yet, oldest first, from `#heldHead` on: due while
+   * {@link claimingFiresLimit} fires were already waiting for their first claim's answer. A fire
+   * held here is two numbers and a reference; started, it holds its whole chain of calls until its
+   * claim is answered (ten thousand jobs due together would hold them all at once).
+   */
+  #held: Array<{ readonly firer: JobFirer; readonly scheduledAt: number } | undefined> = [];
+  #heldHead = 0;
+  /** Scheduled fires started and waiting for their first claim's answer. */
+  #claiming = 0;
   readonly #events = new SchedulerEvents();
   /** Aborted when stop() begins: fires claim nothing more. */
   readonly #stopping = new AbortController();
@@ -337,6 +354,8 @@ export class JobRunner {
     // Before start(), only triggered runs can be in flight; they get the grace period too.
     if (!wasRunning && this.#inFlight.size === 0) return;
 
+    // Held fires start now, and end at once as the others not started do (skipped: shutdown).
+    this.#startHeld();
     const notStarted = new ShutdownError(
       'The job runner is stopping: the fire was dropped before the job started.',
     );
@@ -455,12 +474,43 @@ export class JobRunner {
       }
       if (scheduledAt !== scheduled.dueAt) this.#reportUnfired(scheduled, last, scheduledAt);
       scheduled.handledThrough = scheduledAt;
-      this.#track(scheduled.firer, scheduledAt, { kind: 'scheduled' });
+      if (this.#claiming >= claimingFiresLimit || this.#heldHead < this.#held.length) {
+        this.#held.push({ firer: scheduled.firer, scheduledAt });
+      } else {
+        this.#fireScheduled(scheduled.firer, scheduledAt);
+      }
       return next;
     } catch (error) {
       // Fires never throw (every error becomes a logged result); this only guards against a bug.
       this.#logger.error({ job: job.name, err: error }, 'unexpected error in a fire');
       return schedule.nextAfter(Math.max(now, scheduled.handledThrough));
+    }
+  }
+
+  /** Starts a scheduled fire; once its first claim is answered, a held one may start. */
+  #fireScheduled(firer: JobFirer, scheduledAt: number): void {
+    this.#claiming++;
+    let claimed = false;
+    const onClaimed = () => {
+      if (claimed) return;
+      claimed = true;
+      this.#claiming--;
+      this.#startHeld();
+    };
+    this.#track(firer, scheduledAt, { kind: 'scheduled', onClaimed }).finally(onClaimed);
+  }
+
+  /** Starts held fires, oldest first, while fewer than the limit wait for a first claim (all once stopping). */
+  #startHeld(): void {
+    while (this.#heldHead < this.#held.length) {
+      if (this.#claiming >= claimingFiresLimit && this.#state !== 'stopping') return;
+      const next = this.#held[this.#heldHead]!;
+      this.#held[this.#heldHead++] = undefined;
+      if (this.#heldHead === this.#held.length || this.#heldHead > 1_024) {
+        this.#held = this.#held.slice(this.#heldHead);
+        this.#heldHead = 0;
+      }
+      this.#fireScheduled(next.firer, next.scheduledAt);
     }
   }
 

@@ -341,6 +341,88 @@ class ChildTrackingLogger extends RecordingLogger {
 const idleSchedules = (count: number) =>
   Array.from({ length: count }, (_, i) => `${(i * 7) % 60} ${3 + ((i * 11) % 20)} * * *`);
 
+/** A store whose claims wait until `open()`: how many it was asked for at most at once. */
+class GatedStore extends ControlledStore {
+  #gate: Promise<void> | undefined;
+  #open: (() => void) | undefined;
+  inFlight = 0;
+  maxInFlight = 0;
+  constructor(time: FakeTimeProvider) {
+    super(time);
+    this.#gate = new Promise((resolve) => (this.#open = resolve));
+  }
+  open(): void {
+    this.#open?.();
+    this.#gate = undefined;
+  }
+  override async claimOccurrence(request: Parameters<ControlledStore['claimOccurrence']>[0]) {
+    this.inFlight++;
+    this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
+    try {
+      await this.#gate;
+      return await super.claimOccurrence(request);
+    } finally {
+      this.inFlight--;
+    }
+  }
+}
+
+describe('JobRunner: many jobs due at one instant', () => {
+  const tenants = (probe: JobProbe) =>
+    Array.from({ length: 1_000 }, (_, i) =>
+      resolvedJob({ name: `tenant-${i}`, schedule: '1 0 2 * * *', run: probe.run }),
+    );
+
+  it('claims a bounded number at a time and runs every occurrence once', async () => {
+    const time = new FakeTimeProvider(start + 300);
+    const store = new GatedStore(time);
+    const probe = new JobProbe(time, store);
+    const logger = new RecordingLogger();
+    const runner = new JobRunner({
+      config: resolvedConfig(store, tenants(probe)),
+      logger,
+      timeProvider: time,
+    });
+    await runner.start();
+    await time.advance(1_000);
+    // The store's answers have not come: a hundred claims asked, the rest wait their turn.
+    expect(store.maxInFlight).toBe(100);
+    store.open();
+    await time.advance(1_000);
+    await runner.stop();
+    const names = probe.calls.map((call) => call.ctx.job);
+    expect(new Set(names).size).toBe(1_000);
+    expect(names).toHaveLength(1_000);
+    expect(logger.fires().filter((line) => line.outcome === 'success')).toHaveLength(1_000);
+  });
+
+  it('stopped while fires wait their turn: each of them logs its skip (shutdown), none is lost', async () => {
+    const time = new FakeTimeProvider(start + 300);
+    const store = new GatedStore(time);
+    const probe = new JobProbe(time, store);
+    const logger = new RecordingLogger();
+    const runner = new JobRunner({
+      config: resolvedConfig(store, tenants(probe)),
+      logger,
+      timeProvider: time,
+    });
+    await runner.start();
+    await time.advance(1_000);
+    const stopped = runner.stop();
+    store.open();
+    await time.advance(1_000);
+    await stopped;
+    const fires = logger.fires();
+    expect(new Set(fires.map((line) => line.job)).size).toBe(1_000);
+    expect(fires).toHaveLength(1_000);
+    // The claims already asked may have been granted before the stop reached them; no other.
+    const ran = fires.filter((line) => line.outcome === 'success').length;
+    expect(ran).toBe(probe.calls.length);
+    expect(ran).toBeLessThanOrEqual(100);
+    expect(fires.filter((line) => line.reason === 'shutdown')).toHaveLength(1_000 - ran);
+  });
+});
+
 describe('JobRunner: one timer', () => {
   it('schedules many jobs on one timer and builds a job pipeline only when the job first fires', async () => {
     const time = new FakeTimeProvider(start + 300);
