@@ -65,6 +65,7 @@ import { ReleaseNotifications } from './release-notifications.ts';
 import {
   isNoScriptError,
   ledgerReadLimit,
+  packArguments,
   runScript,
   type ScriptRunner,
   type StoreScript,
@@ -408,7 +409,7 @@ export class RedisLockStore
     onKnown?: DecidedOnKnown,
   ): Promise<WriteReply> {
     const { grant, renewKey, releaseKey } = changes;
-    const argv: Argument[] = [
+    const argv: Array<string | number> = [
       target.job,
       target.occurrences.length,
       ...target.occurrences.map(String),
@@ -661,10 +662,13 @@ export class RedisLockStore
     calls: readonly LedgerCall[],
     writes: boolean,
   ): Promise<readonly unknown[]> {
-    const args: Argument[] = [];
-    // The KEYS are made here, not when a call is queued: a long queue holds less.
-    for (const call of calls) args.push(...this.#keys.ledger(call.key, call.job));
-    for (const call of calls) args.push(call.argv.length, ...call.argv);
+    // One key and one argument a call (see batchOf in scripts.ts), made here, not when a call is
+    // queued: a long queue holds less.
+    const args: Argument[] = new Array(2 * calls.length);
+    for (const [index, call] of calls.entries()) {
+      args[index] = this.#keys.lease(call.key);
+      args[calls.length + index] = packArguments(call.argv);
+    }
     const numberOfKeys = script.numberOfKeys * calls.length;
     const keys = calls.length === 1 ? calls[0]!.key : calls.map((call) => call.key);
     const operation = [...new Set(calls.map((call) => call.operation))].join('/');
@@ -736,7 +740,7 @@ interface LedgerCall {
   readonly operation: string;
   readonly key: string;
   readonly job: string;
-  readonly argv: readonly Argument[];
+  readonly argv: ReadonlyArray<string | number>;
 }
 
 function isOne(reply: unknown): boolean {
@@ -832,7 +836,7 @@ function parseRecord(line: string): RunRecord {
 }
 
 /** The read's ARGV (see ledgerRead in scripts.ts). */
-function readArguments(target: ReadTarget): Argument[] {
+function readArguments(target: ReadTarget): Array<string | number> {
   const { trim } = target;
   return [
     target.job,

@@ -14,7 +14,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // Not exported by the package: the limit the store must honour.
 import { ledgerRecordLimit } from '../../../src/ledger/defaults.ts';
 import { RedisKeys } from '../../../src/stores/redis/keys.ts';
-import { runScript, type StoreScript, storeScripts } from '../../../src/stores/redis/scripts.ts';
+import {
+  packArguments,
+  runScript,
+  type StoreScript,
+  storeScripts,
+} from '../../../src/stores/redis/scripts.ts';
 import {
   privateRedisUnavailableReason,
   type RedisServer,
@@ -241,9 +246,9 @@ describe.skipIf(privateRedisUnavailableReason())('RedisLockStore on a private Re
     const store = new RedisLockStore(client, { prefix: 'cas:' });
     const keys = new RedisKeys('cas:');
     const at = Date.now() - 1_000;
-    // The scripts' batch form, one call: its KEYS, then its ARGV preceded by their count.
+    // The scripts' batch form, one call: its lease key, then its ARGV packed.
     const call = (script: StoreScript, job: string, argv: Array<string | number>) =>
-      runScript(client, script, true, [...keys.ledger(job, job), argv.length, ...argv]) as Promise<unknown[]>;
+      runScript(client, script, true, [keys.lease(job), packArguments(argv)]) as Promise<unknown[]>;
     const read = async (job: string) => {
       const [reply] = (await call(storeScripts.ledgerRead, job, [
         job,
