@@ -115,6 +115,32 @@ function quantile(sorted: number[], fraction: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(fraction * sorted.length))] ?? Number.NaN;
 }
 
+/**
+ * BENCH_BURST_DETAIL: each instance's log lines by message (a fire's by outcome and reason), and
+ * every warning or error message, counted: what an instance did besides running jobs.
+ */
+function printLogSummary(runs: readonly SpawnedProcess[]): void {
+  for (const [index, run] of runs.entries()) {
+    const counts = new Map<string, number>();
+    for (const line of run.output().split('\n')) {
+      if (!line.startsWith('{')) continue;
+      let entry: { level?: number; msg?: string; outcome?: string; reason?: string };
+      try {
+        entry = JSON.parse(line);
+      } catch {
+        continue;
+      }
+      const what =
+        entry.outcome === undefined
+          ? `${(entry.level ?? 0) >= 40 ? 'WARN ' : ''}${entry.msg}`
+          : `fire: ${entry.outcome}${entry.reason ? ` (${entry.reason})` : ''}`;
+      counts.set(what, (counts.get(what) ?? 0) + 1);
+    }
+    console.log(`  instance ${index}:`);
+    for (const [what, count] of [...counts].sort((a, b) => b[1] - a[1])) console.log(`    ${count} ${what}`);
+  }
+}
+
 /** What one instant of a burst gave. */
 interface InstantResult {
   runs: number;
@@ -198,6 +224,7 @@ export default defineConfig({ store, jobs });
     }
     clearInterval(sampler);
     await Promise.all(runs.map((run) => run.stop(5_000)));
+    if (process.env.BENCH_BURST_DETAIL) printLogSummary(runs);
     let lines: Array<{ job: number; startedAt: number; scheduledAt: number }> = [];
     try {
       lines = readFileSync(records, 'utf8')

@@ -359,9 +359,9 @@ end
 redis.call('HSET', KEYS[4], unpack(hashWrites))
 if renewTtl ~= '' then redis.call('PEXPIRE', KEYS[1], renewTtl) end
 if releaseChannel ~= '' then
-  redis.call('DEL', KEYS[1])
+  -- The lease, and with it the current occurrence when it is the one released: one DEL.
+  if clearCurrent then redis.call('DEL', KEYS[1], KEYS[3]) else redis.call('DEL', KEYS[1]) end
   redis.call('PUBLISH', releaseChannel, '')
-  if clearCurrent then redis.call('DEL', KEYS[3]) end
 end
 if drops > 0 then
   -- One command per key: the records and the index, then whichever other index held some.

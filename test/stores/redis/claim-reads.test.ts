@@ -85,13 +85,13 @@ describe.skipIf(privateRedisUnavailableReason())('RedisLockStore: what a claim r
       evalsha: 1,
       time: 1,
       // The version's three parts, the record, the index of successes, the index of running
-      // occurrences left, the lease freed and its release published, the current occurrence cleared.
+      // occurrences left, the lease freed with the current occurrence (one DEL), its release published.
       get: 1,
       hmget: 2,
       hset: 1,
       zadd: 1,
       zrem: 1,
-      del: 2,
+      del: 1,
       publish: 1,
     });
   });
