@@ -1,9 +1,15 @@
-import { defineConfig, defineJob } from 'resil';
-import { Redis } from 'ioredis';
-import { RedisLockStore } from 'resil/redis';
-const store = new RedisLockStore(new Redis('redis://127.0.0.1:6379'), { prefix: 'memt1796521950:' });
-const jobs = [];
-for (let index = 0; index < 10000; index++) {
-  jobs.push(defineJob({ name: 'tenant-' + index, schedule: '30 52 01 * * *', timezone: 'UTC', run: () => {} }));
-}
-export default defineConfig({ store, jobs });
+import { defineConfig } from 'resil';
+import cacheRebuild from './jobs/cache-rebuild.ts';
+import heartbeat from './jobs/heartbeat.ts';
+import nightlyReport from './jobs/nightly-report.ts';
+import { store } from './jobs/store.ts';
+
+/**
+ * The example jobs. `npx resil run` runs them (in memory, or on Redis when REDIS_URL is set);
+ * `npx resil jobs list` shows when each runs next.
+ */
+export default defineConfig({
+  store,
+  timezone: 'UTC',
+  jobs: [heartbeat, cacheRebuild, nightlyReport],
+});
