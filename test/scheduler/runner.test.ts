@@ -368,23 +368,23 @@ class GatedStore extends ControlledStore {
 }
 
 describe('JobRunner: many jobs due at one instant', () => {
-  const tenants = (probe: JobProbe) =>
-    Array.from({ length: 1_000 }, (_, i) =>
-      resolvedJob({ name: `tenant-${i}`, schedule: '1 0 2 * * *', run: probe.run }),
-    );
-
-  it('claims a bounded number at a time and runs every occurrence once', async () => {
+  /** 1,000 jobs due at 02:00:01 on a store whose claims wait, the runner a second later. */
+  const dueTogether = async () => {
     const time = new FakeTimeProvider(start + 300);
     const store = new GatedStore(time);
     const probe = new JobProbe(time, store);
     const logger = new RecordingLogger();
-    const runner = new JobRunner({
-      config: resolvedConfig(store, tenants(probe)),
-      logger,
-      timeProvider: time,
-    });
+    const jobs = Array.from({ length: 1_000 }, (_, i) =>
+      resolvedJob({ name: `tenant-${i}`, schedule: '1 0 2 * * *', run: probe.run }),
+    );
+    const runner = new JobRunner({ config: resolvedConfig(store, jobs), logger, timeProvider: time });
     await runner.start();
     await time.advance(1_000);
+    return { time, store, probe, logger, runner };
+  };
+
+  it('claims a bounded number at a time and runs every occurrence once', async () => {
+    const { time, store, probe, logger, runner } = await dueTogether();
     // The store's answers have not come: a hundred claims asked, the rest wait their turn.
     expect(store.maxInFlight).toBe(100);
     store.open();
@@ -397,17 +397,7 @@ describe('JobRunner: many jobs due at one instant', () => {
   });
 
   it('stopped while fires wait their turn: each of them logs its skip (shutdown), none is lost', async () => {
-    const time = new FakeTimeProvider(start + 300);
-    const store = new GatedStore(time);
-    const probe = new JobProbe(time, store);
-    const logger = new RecordingLogger();
-    const runner = new JobRunner({
-      config: resolvedConfig(store, tenants(probe)),
-      logger,
-      timeProvider: time,
-    });
-    await runner.start();
-    await time.advance(1_000);
+    const { time, store, probe, logger, runner } = await dueTogether();
     const stopped = runner.stop();
     store.open();
     await time.advance(1_000);
