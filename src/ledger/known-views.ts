@@ -45,8 +45,9 @@ export interface KnownViewsOptions {
   /** How many jobs' views are kept; the oldest is forgotten past it (default 10,000). */
   readonly limit?: number;
   /**
-   * How many queued and how many running entries the store's read returns at most: a view past it
-   * is not kept (a decision on it would see more than one on a read). Default: no limit.
+   * How many queued and how many running entries the store's read returns at most: a view decided
+   * on a read that returned that many (there may be more) or holding more after the write is not
+   * kept (a decision on it would see other entries than one on a read). Default: no limit.
    */
   readonly entryLimit?: number;
   /** A monotonic clock in ms (default `performance.now`). */
@@ -133,6 +134,11 @@ export class KnownViews {
     const claims = target.operation === 'claimOccurrence' || covers?.claims === true;
     const running = target.running === true || covers?.running === true;
     const { view } = stored;
+    if (atEntryLimit(view, this.#entryLimit)) {
+      // A read that returned as many as it may: there may be more than it holds.
+      this.forget(target);
+      return;
+    }
     const { now } = wrote;
     const entries = new Map(view.entries);
     const records = new Map(parts.records);
@@ -221,6 +227,17 @@ export class KnownViews {
  * longer holds every record (a trim then reads).
  */
 const knownHistoryLimit = 10;
+
+/** True when `view` holds `limit` queued or `limit` running entries, or more. */
+function atEntryLimit(view: LedgerView, limit: number): boolean {
+  let queued = 0;
+  let running = 0;
+  for (const entry of view.entries.values()) {
+    if (entry.outcome === 'queued' && ++queued >= limit) return true;
+    if (entry.outcome === 'running' && ++running >= limit) return true;
+  }
+  return false;
+}
 
 function idOf(target: Pick<ReadTarget, 'key' | 'job'>): string {
   return `${target.key}\u0000${target.job}`;

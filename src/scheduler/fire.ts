@@ -130,8 +130,9 @@ export interface FireOptions {
   onStart?: () => void;
   /**
    * Called when the fire's first claim has its answer (or failed), or at once for a job without a
-   * lock: from then on the fire waits on the job or the store's answers, not on the claim queue.
-   * It may be called more than once.
+   * lock or a fire that sleeps a while before its first claim (a jitter): from then on the fire
+   * waits on the job, the store's answers or its own time, not on the claim queue. It may be
+   * called more than once, and synchronously from `fire()`.
    */
   onClaimed?: () => void;
   /**
@@ -191,6 +192,13 @@ const chaosKindOf: Readonly<Record<string, ChaosInjectedEvent['chaos']>> = {
   'Chaos.OnOutcome': 'outcome',
   'Chaos.OnBehavior': 'behavior',
 };
+
+/**
+ * A fire that sleeps this long or longer before its first claim (a jitter) tells `onClaimed` at
+ * once: the runner does not count it among the fires about to claim. Shorter sleeps (the store
+ * clock's uncertainty) keep it counted.
+ */
+const sleepBeforeClaimMs = 100;
 
 /** The occurrence an execution runs, for the telemetry listener. */
 const FIRE_STATE = new ResiliencePropertyKey<FireState>('resil.fireState');
@@ -314,6 +322,8 @@ export class JobFirer {
     // While the occurrence is queued behind a running one, a release of the key wakes this fire
     // for a claim at once; the polls stay the floor.
     let wakeUp: ReleaseWakeUp | undefined;
+    // Sleeping a while before its first claim (a jitter): not one of the fires about to claim.
+    if (waitMs >= sleepBeforeClaimMs) options.onClaimed?.();
     try {
       for (;;) {
         let woken = false;

@@ -131,6 +131,8 @@ export class JobRunner {
   #heldHead = 0;
   /** Scheduled fires started and waiting for their first claim's answer. */
   #claiming = 0;
+  /** True while `#startHeld` runs: a fire it starts may end at once and call it again. */
+  #startingHeld = false;
   readonly #events = new SchedulerEvents();
   /** Aborted when stop() begins: fires claim nothing more. */
   readonly #stopping = new AbortController();
@@ -500,17 +502,27 @@ export class JobRunner {
     this.#track(firer, scheduledAt, { kind: 'scheduled', onClaimed }).finally(onClaimed);
   }
 
-  /** Starts held fires, oldest first, while fewer than the limit wait for a first claim (all once stopping). */
+  /**
+   * Starts held fires, oldest first, while fewer than the limit wait for a first claim (all once
+   * stopping). Not reentered: a fire that ends at once (a job without a lock, a stop) calls it
+   * again from inside `#fireScheduled`, and this loop goes on instead, so the stack stays flat.
+   */
   #startHeld(): void {
-    while (this.#heldHead < this.#held.length) {
-      if (this.#claiming >= claimingFiresLimit && this.#state !== 'stopping') return;
-      const next = this.#held[this.#heldHead]!;
-      this.#held[this.#heldHead++] = undefined;
-      if (this.#heldHead === this.#held.length || this.#heldHead > 1_024) {
-        this.#held = this.#held.slice(this.#heldHead);
-        this.#heldHead = 0;
+    if (this.#startingHeld) return;
+    this.#startingHeld = true;
+    try {
+      while (this.#heldHead < this.#held.length) {
+        if (this.#claiming >= claimingFiresLimit && this.#state !== 'stopping') return;
+        const next = this.#held[this.#heldHead]!;
+        this.#held[this.#heldHead++] = undefined;
+        if (this.#heldHead === this.#held.length || this.#heldHead > 1_024) {
+          this.#held = this.#held.slice(this.#heldHead);
+          this.#heldHead = 0;
+        }
+        this.#fireScheduled(next.firer, next.scheduledAt);
       }
-      this.#fireScheduled(next.firer, next.scheduledAt);
+    } finally {
+      this.#startingHeld = false;
     }
   }
 

@@ -211,11 +211,35 @@ describe('KnownViews', () => {
       };
     };
     const unchanged = { put: [], drop: [], current: undefined };
-    const wrote = { now: at, records: new Map(), counter: '5' };
+    // Every record put, as the store wrote it.
+    const wrote = {
+      now: at,
+      records: new Map([at, at + 5_000, at + 6_000].map((each) => [each, '{}'])),
+      counter: '5',
+    };
     const { trim: _, ...target } = claimTarget(at);
-    known.remember(target, withQueue(2), unchanged, wrote);
+    const adding = (...ats: number[]) => ({
+      put: ats.map((each) => ({ entry: queued(each), before: undefined })),
+      drop: [],
+      current: undefined,
+    });
+    known.remember(target, withQueue(1), unchanged, wrote);
     expect(known.stored(target)).toBeDefined();
-    known.remember(target, withQueue(3), unchanged, wrote);
+    // Read at the limit: the store may hold more than were read, even once one leaves the queue.
+    const full = withQueue(2);
+    const before = full.view.entries.get(at)!;
+    const dequeue = {
+      put: [{ entry: { ...before, outcome: 'running' as const }, before }],
+      drop: [],
+      current: undefined,
+    };
+    known.remember(target, full, dequeue, wrote);
+    expect(known.stored(target)).toBeUndefined();
+    // Up to the limit after the write, from a read under it: all there is.
+    known.remember(target, withQueue(1), adding(at + 5_000), wrote);
+    expect(known.stored(target)).toBeDefined();
+    // Past it: a read would return fewer than the view holds.
+    known.remember(target, withQueue(1), adding(at + 5_000, at + 6_000), wrote);
     expect(known.stored(target)).toBeUndefined();
   });
 

@@ -396,6 +396,58 @@ describe('JobRunner: many jobs due at one instant', () => {
     expect(logger.fires().filter((line) => line.outcome === 'success')).toHaveLength(1_000);
   });
 
+  it('fires sleeping through a jitter before their claim hold back no other fire', async () => {
+    const time = new FakeTimeProvider(start + 300);
+    const store = new GatedStore(time);
+    store.open();
+    const probe = new JobProbe(time, store);
+    const logger = new RecordingLogger();
+    // 300 jobs spread over the minute after their instant, and one without a jitter a second later.
+    const spread = Array.from({ length: 300 }, (_, i) =>
+      resolvedJob({ name: `spread-${i}`, schedule: '1 0 2 * * *', jitterMs: 50_000, run: probe.run }),
+    );
+    const onTime = resolvedJob({ name: 'on-time', schedule: '2 0 2 * * *', run: probe.run });
+    const runner = new JobRunner({
+      config: resolvedConfig(store, [...spread, onTime]),
+      logger,
+      timeProvider: time,
+    });
+    await runner.start();
+    await time.advance(2_000);
+    const call = probe.calls.find((each) => each.ctx.job === 'on-time');
+    expect(call?.startedAt).toBe(Date.parse('2026-01-01T02:00:02.000Z'));
+    await runner.stop();
+  });
+
+  it('starts a long run of held fires of jobs without a lock one after another, not nested', async () => {
+    const time = new FakeTimeProvider(start + 300);
+    const store = new GatedStore(time);
+    const probe = new JobProbe(time, store);
+    const logger = new RecordingLogger();
+    // 200 claims answered late hold back the fires after them: 30,000 jobs without a lock, each of
+    // which ends its wait for a claim at once when started.
+    const locked = Array.from({ length: 200 }, (_, i) =>
+      resolvedJob({ name: `locked-${i}`, schedule: '1 0 2 * * *', run: probe.run }),
+    );
+    const unlocked = Array.from({ length: 30_000 }, (_, i) =>
+      resolvedJob({ name: `unlocked-${i}`, schedule: '1 0 2 * * *', lock: false, run: probe.run }),
+    );
+    const runner = new JobRunner({
+      config: resolvedConfig(store, [...locked, ...unlocked]),
+      logger,
+      timeProvider: time,
+    });
+    await runner.start();
+    await time.advance(1_000);
+    // Those due before the 200 ran (each instance starts from its own place in the list); the rest wait.
+    expect(probe.calls.length).toBeLessThan(30_000);
+    store.open();
+    await time.advance(1_000);
+    await runner.stop();
+    expect(new Set(probe.calls.map((call) => call.ctx.job)).size).toBe(30_200);
+    expect(logger.fires().filter((line) => line.outcome === 'success')).toHaveLength(30_200);
+  });
+
   it('stopped while fires wait their turn: each of them logs its skip (shutdown), none is lost', async () => {
     const { time, store, probe, logger, runner } = await dueTogether();
     const stopped = runner.stop();

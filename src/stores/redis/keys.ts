@@ -67,7 +67,11 @@ export class RedisKeys {
     return `${this.prefix}{${key}}:paused:${job}`;
   }
 
-  /** The KEYS of the run ledger's scripts, in the order they expect them. */
+  /**
+   * The keys of one job's run ledger, in the order its scripts use them. A batch sends only the
+   * first (the lease key); the script builds the others from it in this order (`batchOf` in
+   * scripts.ts).
+   */
   ledger(key: string, job: string): string[] {
     return [
       this.lease(key),

@@ -653,9 +653,9 @@ export class RedisLockStore
   }
 
   /**
-   * Ledger calls as one round trip: the script's batch form (each call's KEYS, then each call's
-   * ARGV, preceded by its count); one reply per call. Bounded like any command; a write is followed
-   * by `WAIT` when the store waits for replicas.
+   * Ledger calls as one round trip: the script's batch form (each call's lease key, then each
+   * call's ARGV packed into one argument, see batchOf in scripts.ts); one reply per call. Bounded
+   * like any command; a write is followed by `WAIT` when the store waits for replicas.
    */
   #sendLedgerCalls(
     script: StoreScript,
