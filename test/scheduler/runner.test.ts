@@ -368,16 +368,24 @@ class GatedStore extends ControlledStore {
 }
 
 describe('JobRunner: many jobs due at one instant', () => {
-  /** 1,000 jobs due at 02:00:01 on a store whose claims wait, the runner a second later. */
-  const dueTogether = async () => {
+  /** 1,000 jobs due at 02:00:01 (or `jobsOf`'s) on a store whose claims wait (unless `open`), a second in. */
+  const dueTogether = async (
+    jobsOf = (probe: JobProbe) =>
+      Array.from({ length: 1_000 }, (_, i) =>
+        resolvedJob({ name: `tenant-${i}`, schedule: '1 0 2 * * *', run: probe.run }),
+      ),
+    { open = false } = {},
+  ) => {
     const time = new FakeTimeProvider(start + 300);
     const store = new GatedStore(time);
+    if (open) store.open();
     const probe = new JobProbe(time, store);
     const logger = new RecordingLogger();
-    const jobs = Array.from({ length: 1_000 }, (_, i) =>
-      resolvedJob({ name: `tenant-${i}`, schedule: '1 0 2 * * *', run: probe.run }),
-    );
-    const runner = new JobRunner({ config: resolvedConfig(store, jobs), logger, timeProvider: time });
+    const runner = new JobRunner({
+      config: resolvedConfig(store, jobsOf(probe)),
+      logger,
+      timeProvider: time,
+    });
     await runner.start();
     await time.advance(1_000);
     return { time, store, probe, logger, runner };
@@ -397,48 +405,33 @@ describe('JobRunner: many jobs due at one instant', () => {
   });
 
   it('fires sleeping through a jitter before their claim hold back no other fire', async () => {
-    const time = new FakeTimeProvider(start + 300);
-    const store = new GatedStore(time);
-    store.open();
-    const probe = new JobProbe(time, store);
-    const logger = new RecordingLogger();
     // 300 jobs spread over the minute after their instant, and one without a jitter a second later.
-    const spread = Array.from({ length: 300 }, (_, i) =>
-      resolvedJob({ name: `spread-${i}`, schedule: '1 0 2 * * *', jitterMs: 50_000, run: probe.run }),
+    const { time, probe, runner } = await dueTogether(
+      (probe) => [
+        ...Array.from({ length: 300 }, (_, i) =>
+          resolvedJob({ name: `spread-${i}`, schedule: '1 0 2 * * *', jitterMs: 50_000, run: probe.run }),
+        ),
+        resolvedJob({ name: 'on-time', schedule: '2 0 2 * * *', run: probe.run }),
+      ],
+      { open: true },
     );
-    const onTime = resolvedJob({ name: 'on-time', schedule: '2 0 2 * * *', run: probe.run });
-    const runner = new JobRunner({
-      config: resolvedConfig(store, [...spread, onTime]),
-      logger,
-      timeProvider: time,
-    });
-    await runner.start();
-    await time.advance(2_000);
+    await time.advance(1_000);
     const call = probe.calls.find((each) => each.ctx.job === 'on-time');
     expect(call?.startedAt).toBe(Date.parse('2026-01-01T02:00:02.000Z'));
     await runner.stop();
   });
 
   it('starts a long run of held fires of jobs without a lock one after another, not nested', async () => {
-    const time = new FakeTimeProvider(start + 300);
-    const store = new GatedStore(time);
-    const probe = new JobProbe(time, store);
-    const logger = new RecordingLogger();
     // 200 claims answered late hold back the fires after them: 30,000 jobs without a lock, each of
     // which ends its wait for a claim at once when started.
-    const locked = Array.from({ length: 200 }, (_, i) =>
-      resolvedJob({ name: `locked-${i}`, schedule: '1 0 2 * * *', run: probe.run }),
-    );
-    const unlocked = Array.from({ length: 30_000 }, (_, i) =>
-      resolvedJob({ name: `unlocked-${i}`, schedule: '1 0 2 * * *', lock: false, run: probe.run }),
-    );
-    const runner = new JobRunner({
-      config: resolvedConfig(store, [...locked, ...unlocked]),
-      logger,
-      timeProvider: time,
-    });
-    await runner.start();
-    await time.advance(1_000);
+    const { time, store, probe, logger, runner } = await dueTogether((probe) => [
+      ...Array.from({ length: 200 }, (_, i) =>
+        resolvedJob({ name: `locked-${i}`, schedule: '1 0 2 * * *', run: probe.run }),
+      ),
+      ...Array.from({ length: 30_000 }, (_, i) =>
+        resolvedJob({ name: `unlocked-${i}`, schedule: '1 0 2 * * *', lock: false, run: probe.run }),
+      ),
+    ]);
     // Those due before the 200 ran (each instance starts from its own place in the list); the rest wait.
     expect(probe.calls.length).toBeLessThan(30_000);
     store.open();
