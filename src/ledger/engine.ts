@@ -95,6 +95,7 @@ export type WriteReply =
   | {
       readonly written: true;
       readonly token?: number;
+      /** The store's time of the write, in ms (a fraction for its microseconds, if it tells them). */
       readonly now?: number;
       readonly records?: ReadonlyMap<number, string>;
       /** The job's counter after the write (`VersionParts.counter`), for the view known after it. */

@@ -11,8 +11,8 @@ import { addedBy, oldestWith, type ReadTarget, type StoredView, type WriteChange
  * refuses it as any write on an outdated version, and the process reads and decides again.
  *
  * The decision's `now` is the store's time of the last reply plus the process's own monotonic time
- * since, never ahead of the store's: the store refuses a write decided at a time after its own, or
- * more than its tolerance before it.
+ * since (less a slack for the clocks' drift), never ahead of the store's: the store refuses a
+ * write decided at a time after its own, or more than its tolerance before it.
  */
 
 /** The parts of a store's version, as it keeps them (strings). */
@@ -29,7 +29,8 @@ export interface VersionParts {
 }
 
 /**
- * A write as the store took it: its time, each record put as it keeps it (a grant's with its
+ * A write as the store took it: its time (ms, with the microseconds as a fraction where the store
+ * tells them: a decision on the view known after it is then not put a ms early), each record put as it keeps it (a grant's with its
  * token), and the job's counter after it.
  */
 export interface Wrote {
@@ -55,8 +56,13 @@ export interface KnownViewsOptions {
 }
 
 interface KnownView extends Coverage {
-  /** With `now` the store's time at `seenAt`. */
   readonly view: LedgerView;
+  /**
+   * The store's time of the write, to the microsecond where the store tells it (the view's `now` is
+   * it in whole ms), and the process's monotonic time when the reply was handled: the store's time
+   * then was at least that.
+   */
+  readonly storeTime: number;
   readonly seenAt: number;
   readonly parts: VersionParts;
   readonly history?: { readonly total: number; readonly oldest: readonly number[] };
@@ -105,7 +111,13 @@ export class KnownViews {
     if (target.operation === 'claimOccurrence' && !known.claims) return undefined;
     if (target.running === true && !known.running) return undefined;
     const { view } = known;
-    const now = Math.max(view.now, view.now + Math.floor(this.#clock() - known.seenAt) - 1);
+    const elapsed = this.#clock() - known.seenAt;
+    let now = Math.max(view.now, Math.floor(known.storeTime + elapsed - clockSlackMs(elapsed)));
+    // A claim sent once its instant came by the process's estimate of the store's clock, which
+    // this one trails by the reply's way back: decided at the instant, which the store checks it
+    // has reached (else it refuses the write, and the process reads).
+    const instant = target.operation === 'claimOccurrence' ? target.occurrences[0] : undefined;
+    if (instant !== undefined && instant > now && instant - now <= instantSlackMs) now = instant;
     if (target.trim !== undefined && !historyCovers(known.history, now, target.trim)) return undefined;
     const stored = {
       view: { ...view, now },
@@ -139,7 +151,7 @@ export class KnownViews {
       this.forget(target);
       return;
     }
-    const { now } = wrote;
+    const now = Math.floor(wrote.now);
     const entries = new Map(view.entries);
     const records = new Map(parts.records);
     const { grant, renewKey, releaseKey } = changes;
@@ -205,6 +217,7 @@ export class KnownViews {
         paused: view.paused,
         entries,
       },
+      storeTime: wrote.now,
       seenAt: this.#clock(),
       parts: { counter: wrote.counter, owner, currentJob, currentAt, records },
       claims,
@@ -220,6 +233,20 @@ export class KnownViews {
     this.#views.delete(idOf(target));
   }
 }
+
+/**
+ * How far behind its own monotonic time the process puts the store's time, `elapsed` ms after the
+ * store's reply: a clock being slewed by NTP drifts up to 0.05 % (500 ppm); twice that, and 50 µs.
+ * Too little, and the store refuses the write (decided after its own time): the process reads
+ * and decides again. Too much, and a decision on a known view may find a claim not due yet, when
+ * the fire came on time: it reads too.
+ */
+function clockSlackMs(elapsed: number): number {
+  return 0.05 + elapsed / 1000;
+}
+
+/** How far behind a claim's instant a known view's time may be for the claim to be decided at the instant. */
+const instantSlackMs = 10;
 
 /**
  * How many of a job's oldest records a known view keeps: the trims of about this many finishes

@@ -81,7 +81,7 @@ describe('KnownViews', () => {
     });
     advance(250);
     const guess = known.stored(finishTarget(at))!;
-    // The store's time of the write, plus the process's own time since, less a ms.
+    // The store's time of the write, plus the process's own time since, less a slack for drift.
     expect(guess.decidedAt).toBe(at + 6 + 250 - 1);
     expect(guess.stored.view).toMatchObject({
       now: at + 255,
@@ -104,6 +104,20 @@ describe('KnownViews', () => {
       counter: '5',
     });
     expect(again.stored(finishTarget(at))!.decidedAt).toBe(at + 6);
+    // A store time with its microseconds: 0.9 ms into the write's ms and 0.2 ms later, the
+    // decision is made in the next ms (a claim due then is due), not a ms or two before it.
+    const { known: precise, advance: later } = setUp();
+    precise.remember(claimTarget(at), read, writeChanges(read, changes), {
+      token: 77,
+      now: at + 6.9,
+      records: new Map([[at, '{}']]),
+      counter: '5',
+    });
+    later(0.2);
+    const next = precise.stored(finishTarget(at))!;
+    expect(next.decidedAt).toBe(at + 7);
+    expect(next.stored.view.now).toBe(at + 7);
+    expect(next.stored.view.lease).toEqual({ owner: 'owner-a', expiresAt: at + 6 + 10_000 });
   });
 
   it('decides the finish and then the next claim on what it knows, and keeps only what a decision looks at', () => {
@@ -142,6 +156,15 @@ describe('KnownViews', () => {
     expect([...next.stored.view.entries.keys()]).toEqual([at]);
     expect(next.stored.version).toBe('6||||');
     expect(decideClaim(next.stored.view, request(at + 1_000)).answer).toMatchObject({ status: 'granted' });
+    // 1,000 ms after a write at +40, the store's time is taken to be +1,038 (a ms less for the
+    // clocks' drift, and 50 µs): a claim of the
+    // next instant is decided at that instant, which the store checks it has reached (within
+    // 10 ms of it; an instant further off is left to a read).
+    expect(next.decidedAt).toBe(at + 1_038);
+    expect(known.stored(claimTarget(at + 1_045))!.decidedAt).toBe(at + 1_045);
+    expect(known.stored(claimTarget(at + 1_045))!.stored.view.now).toBe(at + 1_045);
+    expect(known.stored(claimTarget(at + 1_050))!.decidedAt).toBe(at + 1_038);
+    expect(known.stored(finishTarget(at + 1_045))!.decidedAt).toBe(at + 1_038);
   });
 
   it('is not used for an operation its read did not cover, nor after it is forgotten; it keeps the latest jobs', () => {

@@ -292,7 +292,8 @@ return view
  * { 0, the store's time, the records asked about } when a claim's counter did and those records
  * are all there (the process may decide on them alone, as on a read of them); else
  * increments the job's counter (in the HSET of the records put) and replies { the granted
- * occurrence's token (written into its record) or -1, the store's time, the job's counter now }.
+ * occurrence's token (written into its record) or -1, the store's time in microseconds, the job's
+ * counter now }.
  *
  * The token is an `INCR` of the key's counter, seeded from `TIME` as an acquire's is (see above): the
  * batch's `TIME`, read once at its start (`nowMicros`).
@@ -378,7 +379,7 @@ if drops > 0 then
   if #queued > 0 then redis.call('ZREM', KEYS[6], unpack(queued)) end
   if #succeeded > 0 then redis.call('ZREM', KEYS[7], unpack(succeeded)) end
 end
-return { token, fmt(now), nextCounter }
+return { token, fmt(nowMicros), nextCounter }
 `;
 
 /** KEYS: index, occurrences. ARGV: limit (>= 1). Returns the records (JSON), newest first. */

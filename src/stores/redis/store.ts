@@ -473,12 +473,14 @@ export class RedisLockStore
         stored: { view: { now: Number(now), paused: false, entries }, recordOnly: true },
       };
     }
-    const [token, now, counter] = reply as [number, string, string];
-    if (token < 0) return { written: true, now: Number(now), records, counter };
+    // The store's time in microseconds: the known view's time to the microsecond.
+    const [token, micros, counter] = reply as [number, string, string];
+    const now = Number(micros) / 1000;
+    if (token < 0) return { written: true, now, records, counter };
     // The grant's record as the script wrote it: with its token first (see ledgerWrite in scripts.ts).
     const granted = records.get(grant!.scheduledAt)!;
     records.set(grant!.scheduledAt, `{"token":"${token}",${granted.slice(1)}`);
-    return { written: true, token, now: Number(now), records, counter };
+    return { written: true, token, now, records, counter };
   }
 
   /** The job's occurrences under `key` (defaults to the job's name), newest first, at most `limit` (20). */
