@@ -181,6 +181,28 @@ describe.skipIf(privateRedisUnavailableReason())('RedisLockStore: what a claim r
     ]);
   });
 
+  it("the next fire's claim, sent just after its instant, is a write alone: decided at the instant, which the store checks it has reached", async () => {
+    const job = { job: 'every-second', key: 'every-second' } as const;
+    const first = await store.claimOccurrence(request({ ...job, scheduledAt: at }));
+    if (first.status !== 'granted') throw new Error(JSON.stringify(first));
+    await store.finishOccurrence(first.lease, { outcome: 'success' });
+    // An instant 50 ms ahead by the server's clock, claimed right after it (this process and the
+    // server share the machine's clock).
+    const instant = Math.ceil(await store.now()) + 50;
+    while (Date.now() < instant - 2) await new Promise((resolve) => setTimeout(resolve, 1));
+    while (Date.now() < instant);
+    let second: Awaited<ReturnType<RedisLockStore['claimOccurrence']>> | undefined;
+    const next = await commandsOf(async () => {
+      second = await store.claimOccurrence(request({ ...job, scheduledAt: instant }));
+    });
+    expect(second).toMatchObject({ status: 'granted' });
+    // What the process knows of the server's time trails it by the reply's way back and a slack:
+    // decided at that time the claim would not be due yet, and the process would read first.
+    expect(next).toMatchObject({ evalsha: 1 });
+    expect(next.zrange).toBeUndefined();
+    if (second?.status === 'granted') await store.finishOccurrence(second.lease, { outcome: 'success' });
+  });
+
   it('a write by another instance in between: the write on what the process knew is refused, and the operation read and decided again', async () => {
     const other = new RedisLockStore(client, { prefix: 'reads:' });
     const job = { job: 'weekly', key: 'weekly' } as const;
