@@ -23,15 +23,36 @@
  * `<key>` is the claim's lease key (a job's lock key, by default its name): jobs sharing it share
  * one slot and exclude each other, and their records stay apart by `<job>`.
  */
+/** What follows `<prefix>{<key>}` in a lease key. */
+export const leaseSuffix = ':lease';
+
+/**
+ * The keys of one job's run ledger after its lease key, in the order its scripts use them, as
+ * what follows `<prefix>{<key>}`: a suffix ending in `:` is followed by the job's name. A ledger
+ * batch sends only the lease key; the script builds the others from it (`batchOf` in scripts.ts).
+ */
+export const ledgerKeySuffixes = [
+  ':token',
+  ':current',
+  ':occ:',
+  ':idx:',
+  ':queue:',
+  ':succeeded:',
+  ':paused:',
+  ':running:',
+] as const;
+
+type LedgerKeySuffix = (typeof ledgerKeySuffixes)[number];
+
 export class RedisKeys {
   constructor(readonly prefix: string) {}
 
   lease(key: string): string {
-    return `${this.prefix}{${key}}:lease`;
+    return `${this.prefix}{${key}}${leaseSuffix}`;
   }
 
   token(key: string): string {
-    return `${this.prefix}{${key}}:token`;
+    return this.#ofKey(key, ':token');
   }
 
   /** The pub/sub channel a release of `key` publishes on. */
@@ -40,50 +61,40 @@ export class RedisKeys {
   }
 
   current(key: string): string {
-    return `${this.prefix}{${key}}:current`;
+    return this.#ofKey(key, ':current');
   }
 
   occurrences(key: string, job: string): string {
-    return `${this.prefix}{${key}}:occ:${job}`;
+    return this.#ofKey(key, ':occ:', job);
   }
 
   index(key: string, job: string): string {
-    return `${this.prefix}{${key}}:idx:${job}`;
+    return this.#ofKey(key, ':idx:', job);
   }
 
   queue(key: string, job: string): string {
-    return `${this.prefix}{${key}}:queue:${job}`;
+    return this.#ofKey(key, ':queue:', job);
   }
 
   succeeded(key: string, job: string): string {
-    return `${this.prefix}{${key}}:succeeded:${job}`;
+    return this.#ofKey(key, ':succeeded:', job);
   }
 
   running(key: string, job: string): string {
-    return `${this.prefix}{${key}}:running:${job}`;
+    return this.#ofKey(key, ':running:', job);
   }
 
   paused(key: string, job: string): string {
-    return `${this.prefix}{${key}}:paused:${job}`;
+    return this.#ofKey(key, ':paused:', job);
   }
 
-  /**
-   * The keys of one job's run ledger, in the order its scripts use them. A batch sends only the
-   * first (the lease key); the script builds the others from it in this order (`batchOf` in
-   * scripts.ts).
-   */
+  /** The keys of one job's run ledger, in the order its scripts use them: the lease key first. */
   ledger(key: string, job: string): string[] {
-    return [
-      this.lease(key),
-      this.token(key),
-      this.current(key),
-      this.occurrences(key, job),
-      this.index(key, job),
-      this.queue(key, job),
-      this.succeeded(key, job),
-      this.paused(key, job),
-      this.running(key, job),
-    ];
+    return [this.lease(key), ...ledgerKeySuffixes.map((suffix) => this.#ofKey(key, suffix, job))];
+  }
+
+  #ofKey(key: string, suffix: LedgerKeySuffix, job?: string): string {
+    return suffix.endsWith(':') ? `${this.prefix}{${key}}${suffix}${job}` : `${this.prefix}{${key}}${suffix}`;
   }
 
   /** The KEYS of the instance registry's scripts: the registry hash, then its expiries. */

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { leaseSuffix, ledgerKeySuffixes } from './keys.ts';
 
 /**
  * The store's Lua scripts. Each operation is one script, so it is atomic and takes one round trip:
@@ -516,12 +517,8 @@ for i = 1, #KEYS do
     args[#args + 1] = string.sub(packed, colon + 1, colon + size)
     at = colon + size + 1
   end
-  local base, job = string.sub(lease, 1, -7), args[1]
-  local keys = {
-    lease, base .. ':token', base .. ':current', base .. ':occ:' .. job, base .. ':idx:' .. job,
-    base .. ':queue:' .. job, base .. ':succeeded:' .. job, base .. ':paused:' .. job,
-    base .. ':running:' .. job,
-  }
+  local base, job = string.sub(lease, 1, ${-leaseSuffix.length - 1}), args[1]
+  local keys = { lease, ${ledgerKeySuffixes.map((suffix) => `base .. '${suffix}'${suffix.endsWith(':') ? ' .. job' : ''}`).join(', ')} }
   replies[i] = one(keys, args)
 end
 return replies
