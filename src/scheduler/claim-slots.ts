@@ -1,3 +1,5 @@
+import { Fifo } from './fifo.ts';
+
 /**
  * How many claims one runner has waiting on its store at once. A store batches what it is sent
  * (up to 100 decisions a round trip), so more claims in flight only queue inside the store, each
@@ -15,9 +17,7 @@ export const claimSlotsPerRunner = 100;
  */
 export class ClaimSlots {
   #free: number;
-  /** Waiting fires from `#head` on (a moving head: handing a slot on is O(1)). */
-  #waiting: Array<() => void> = [];
-  #head = 0;
+  readonly #waiting = new Fifo<() => void>();
 
   constructor(size: number) {
     this.#free = size;
@@ -34,16 +34,8 @@ export class ClaimSlots {
 
   /** Gives a slot back: to the fire waiting longest, if any. */
   give(): void {
-    if (this.#head < this.#waiting.length) {
-      const next = this.#waiting[this.#head]!;
-      this.#waiting[this.#head++] = undefined as unknown as () => void;
-      if (this.#head === this.#waiting.length || this.#head > 1_024) {
-        this.#waiting = this.#waiting.slice(this.#head);
-        this.#head = 0;
-      }
-      next();
-      return;
-    }
-    this.#free++;
+    const next = this.#waiting.shift();
+    if (next === undefined) this.#free++;
+    else next();
   }
 }

@@ -8,6 +8,7 @@ import { type DstNotice, DstNoticeFinder, describeDstNotice, type JobDstNotices 
 import { ShutdownError, UnknownJobError } from './errors.ts';
 import { logSchedulerEvents } from './event-log.ts';
 import { type FireKind, SchedulerEvents, type SchedulerListener } from './events.ts';
+import { Fifo } from './fifo.ts';
 import {
   type FireEnvironment,
   type FireOptions,
@@ -122,13 +123,12 @@ export class JobRunner {
   readonly #queue: FireQueue<ScheduledJob>;
   readonly #inFlight = new Set<InFlightFire>();
   /**
-   * Scheduled fires not started yet, oldest first, from `#heldHead` on: due while
+   * Scheduled fires not started yet, oldest first: due while
    * {@link claimingFiresLimit} fires were already waiting for their first claim's answer. A fire
    * held here is two numbers and a reference; started, it holds its whole chain of calls until its
    * claim is answered (ten thousand jobs due together would hold them all at once).
    */
-  #held: Array<{ readonly firer: JobFirer; readonly scheduledAt: number } | undefined> = [];
-  #heldHead = 0;
+  readonly #held = new Fifo<{ readonly firer: JobFirer; readonly scheduledAt: number }>();
   /** Scheduled fires started and waiting for their first claim's answer. */
   #claiming = 0;
   /** True while `#startHeld` runs: a fire it starts may end at once and call it again. */
@@ -476,7 +476,7 @@ export class JobRunner {
       }
       if (scheduledAt !== scheduled.dueAt) this.#reportUnfired(scheduled, last, scheduledAt);
       scheduled.handledThrough = scheduledAt;
-      if (this.#claiming >= claimingFiresLimit || this.#heldHead < this.#held.length) {
+      if (this.#claiming >= claimingFiresLimit || this.#held.size > 0) {
         this.#held.push({ firer: scheduled.firer, scheduledAt });
       } else {
         this.#fireScheduled(scheduled.firer, scheduledAt);
@@ -511,14 +511,9 @@ export class JobRunner {
     if (this.#startingHeld) return;
     this.#startingHeld = true;
     try {
-      while (this.#heldHead < this.#held.length) {
+      while (this.#held.size > 0) {
         if (this.#claiming >= claimingFiresLimit && this.#state !== 'stopping') return;
-        const next = this.#held[this.#heldHead]!;
-        this.#held[this.#heldHead++] = undefined;
-        if (this.#heldHead === this.#held.length || this.#heldHead > 1_024) {
-          this.#held = this.#held.slice(this.#heldHead);
-          this.#heldHead = 0;
-        }
+        const next = this.#held.shift()!;
         this.#fireScheduled(next.firer, next.scheduledAt);
       }
     } finally {
