@@ -128,13 +128,17 @@ return { owner, redis.call('GET', KEYS[2]) or '0', redis.call('PTTL', KEYS[1]), 
  * trim), the oldest occurrences (with a trim: those past the retention, and one more than the
  * record limit's excess), the occurrences read, their records (JSON, or false),
  * the version, then the parts the version is a digest of, as read: the job's counter, the key's
- * current job and occurrence ('' for none) }. The version is a digest of the job's counter, the key's lease owner and current
- * occurrence, and the records asked about: what the write checks again to tell
- * whether anything the decision read has changed (three commands). The counter covers the rest (the queue, the
- * pause, the other records): whatever changes them increments it. The lease owner and `current`
- * are checked apart because a plain acquire, a release or an expiry changes them without a ledger
- * write, and the records asked about because an instance of a release before the counter writes
- * them without incrementing it.
+ * current job and occurrence ('' for none) }. The version is a digest of the job's counter, the key's lease owner,
+ * its current occurrence while the lease is free, and the records asked about: what the write
+ * checks again to tell whether anything the decision read has changed (three commands, two under
+ * a lease). The counter covers the rest (the queue, the pause, the other records): whatever
+ * changes them increments it. The lease owner and `current` are checked apart because a plain
+ * acquire, a release or an expiry changes them without a ledger write, and the records asked
+ * about because an instance of a release before the counter writes them without incrementing it.
+ * `current` changes only with the owner: a grant sets both (its owner is new: one per claim), an
+ * acquire sets the owner and clears `current`, a release clears the owner; while one owner holds
+ * the lease, `current` stays as it was. Only a free lease (a release, an expiry) leaves the owner
+ * the same ('') while `current` may change.
  */
 /** How many queued (and running) occurrences a claim's read returns at most, the oldest. */
 export const ledgerReadLimit = 1000;
@@ -153,8 +157,9 @@ const ledgerReadBlock = `
 local function fmt(value) return string.format('%d', value) end
 
 -- The version of what a decision read (see above): records are those of the occurrences asked about.
+-- The key's current occurrence counts only while its lease is free: it changes only with the owner.
 local function digestOf(counter, owner, current, records, asked)
-  local parts = { counter or '', owner or '', current[1] or '', current[2] or '' }
+  local parts = { counter or '', owner or '', owner and '' or current[1] or '', owner and '' or current[2] or '' }
   for i = 1, asked do parts[4 + i] = records[i] or '' end
   return redis.sha1hex(table.concat(parts, '\\n'))
 end
@@ -264,7 +269,8 @@ end
 local function versionNow(KEYS, ARGV, got)
   local asked = tonumber(ARGV[2])
   local owner = redis.call('GET', KEYS[1])
-  local current = redis.call('HMGET', KEYS[3], 'job', 'at')
+  -- Under a lease, the key's current occurrence is that lease's: not part of the version.
+  local current = owner and {} or redis.call('HMGET', KEYS[3], 'job', 'at')
   local records = got or redis.call('HMGET', KEYS[4], 'v', unpack(ARGV, 3, 2 + asked))
   local counter = table.remove(records, 1)
   return digestOf(counter, owner, current, records, asked), 3 + asked, counter

@@ -904,7 +904,9 @@ function storedViewOf(reply: LedgerReadReply, target: ReadTarget): StoredView {
  * (digestOf in scripts.ts): what the process knows after its own write is checked as a read is.
  */
 function versionOf(parts: VersionParts, occurrences: readonly number[]): string {
-  const { counter, owner, currentJob, currentAt, records } = parts;
+  const { counter, owner, records } = parts;
+  // The key's current occurrence counts only while its lease is free (see ledgerRead in scripts.ts).
+  const [currentJob, currentAt] = owner === '' ? [parts.currentJob, parts.currentAt] : ['', ''];
   const lines = [counter, owner, currentJob, currentAt, ...occurrences.map((at) => records.get(at) ?? '')];
   return createHash('sha1').update(lines.join('\n')).digest('hex');
 }

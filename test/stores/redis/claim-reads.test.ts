@@ -84,10 +84,11 @@ describe.skipIf(privateRedisUnavailableReason())('RedisLockStore: what a claim r
     expect(finishing).toEqual({
       evalsha: 1,
       time: 1,
-      // The version's three parts, the record, the index of successes, the index of running
+      // The version's parts under a lease (its owner; the records with the counter: the current
+      // occurrence is the lease's), the record, the index of successes, the index of running
       // occurrences left, the lease freed with the current occurrence (one DEL), its release published.
       get: 1,
-      hmget: 2,
+      hmget: 1,
       hset: 1,
       zadd: 1,
       zrem: 1,
