@@ -70,15 +70,20 @@ function writeChanges(stored: StoredView, changes: ReturnType<typeof decideClaim
 
 describe('KnownViews', () => {
   it("knows the view its grant left: the key's lease, the current occurrence, the record with its token, the counter moved on", () => {
-    const { known, advance } = setUp();
     const read = emptyRead(at + 5);
     const { changes } = decideClaim(read.view, request(at));
-    known.remember(claimTarget(at), read, writeChanges(read, changes), {
-      token: 77,
-      now: at + 6,
-      records: new Map([[at, '{"token":"77",...}']]),
-      counter: '5',
-    });
+    /** Views that know the grant of `at`, written at the store time `now` with `record`. */
+    const granted = (now: number, record: string) => {
+      const views = setUp();
+      views.known.remember(claimTarget(at), read, writeChanges(read, changes), {
+        token: 77,
+        now,
+        records: new Map([[at, record]]),
+        counter: '5',
+      });
+      return views;
+    };
+    const { known, advance } = granted(at + 6, '{"token":"77",...}');
     advance(250);
     const guess = known.stored(finishTarget(at))!;
     // The store's time of the write, plus the process's own time since, less a slack for drift.
@@ -96,23 +101,10 @@ describe('KnownViews', () => {
     expect(guess.stored.version).toBe(`5|owner-a|report|${at}|{"token":"77",...}`);
     expect(guess.stored.history).toEqual({ total: 1, oldest: [at] });
     // No time has passed: the decision is made at the write's time, never before it.
-    const { known: again } = setUp();
-    again.remember(claimTarget(at), read, writeChanges(read, changes), {
-      token: 77,
-      now: at + 6,
-      records: new Map([[at, '{}']]),
-      counter: '5',
-    });
-    expect(again.stored(finishTarget(at))!.decidedAt).toBe(at + 6);
+    expect(granted(at + 6, '{}').known.stored(finishTarget(at))!.decidedAt).toBe(at + 6);
     // A store time with its microseconds: 0.9 ms into the write's ms and 0.2 ms later, the
     // decision is made in the next ms (a claim due then is due), not a ms or two before it.
-    const { known: precise, advance: later } = setUp();
-    precise.remember(claimTarget(at), read, writeChanges(read, changes), {
-      token: 77,
-      now: at + 6.9,
-      records: new Map([[at, '{}']]),
-      counter: '5',
-    });
+    const { known: precise, advance: later } = granted(at + 6.9, '{}');
     later(0.2);
     const next = precise.stored(finishTarget(at))!;
     expect(next.decidedAt).toBe(at + 7);
