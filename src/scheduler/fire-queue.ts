@@ -12,10 +12,11 @@ export interface FireQueueOptions<Entry extends DueEntry> {
   readonly time: TimeProvider;
   /**
    * Called for each due entry, earliest first, with the wall clock it was found due at. Returns
-   * the entry's next due instant (later than `now`), or `undefined` to drop the entry (as a throw
-   * does).
+   * the entry's next due instant (later than `now`), `undefined` to drop the entry (as a throw
+   * does), or a function that returns either: it is called on a timer of its own once the wake
+   * is over, so that what the wake started (a fire's claim, a job's start) does not wait for it.
    */
-  readonly onDue: (entry: Entry, now: number) => number | undefined;
+  readonly onDue: (entry: Entry, now: number) => NextDue;
   /**
    * Told when the wall clock moved `stepMs` more (or less, when negative) than the monotonic
    * clock since the last check: an NTP step, a VM resumed, a clock set by hand.
@@ -24,6 +25,9 @@ export interface FireQueueOptions<Entry extends DueEntry> {
   /** The longest the queue sleeps before it reads the wall clock again. Defaults to 1 s. */
   readonly recheckEveryMs?: number;
 }
+
+/** An entry's next due instant, `undefined` for none, or a function that tells it later. */
+export type NextDue = number | undefined | (() => number | undefined);
 
 /** Wall-clock moves against the monotonic clock smaller than this are drift, not a step. */
 const clockStepThresholdMs = 1_000;
@@ -53,6 +57,9 @@ export class FireQueue<Entry extends DueEntry> {
   /** True while due entries are handed out: the wake arms the timer once when done. */
   #waking = false;
   #timer: TimerHandle | undefined;
+  /** Entries out of the heap until their next instant is known (see `onDue`), and that timer. */
+  #later: Array<readonly [Entry, () => number | undefined]> = [];
+  #laterTimer: TimerHandle | undefined;
   /** Both clocks when the timer was armed: a wake compares how far each moved. */
   #armedWall = 0;
   #armedMonotonic = 0;
@@ -89,6 +96,7 @@ export class FireQueue<Entry extends DueEntry> {
   stop(): void {
     this.#running = false;
     this.#clearTimer();
+    this.#settleLater();
   }
 
   #arm(): void {
@@ -121,15 +129,41 @@ export class FireQueue<Entry extends DueEntry> {
         if (first === undefined || first.dueAt > now) break;
         this.#removeFirst();
         const next = this.#onDue(first, now);
-        if (next !== undefined) {
+        if (typeof next === 'function') this.#later.push([first, next]);
+        else if (next !== undefined) {
           first.dueAt = next;
           this.#push(first);
         }
       }
     } finally {
       this.#waking = false;
+      if (this.#later.length > 0) this.#laterTimer ??= this.#time.setTimeout(this.#settleLater, 0);
       this.#arm();
     }
+  };
+
+  /** Puts the entries whose next instant was left for later back in the heap. */
+  readonly #settleLater = (): void => {
+    if (this.#laterTimer !== undefined) {
+      this.#time.clearTimeout(this.#laterTimer);
+      this.#laterTimer = undefined;
+    }
+    const later = this.#later;
+    if (later.length === 0) return;
+    this.#later = [];
+    for (const [entry, nextDue] of later) {
+      let next: number | undefined;
+      try {
+        next = nextDue();
+      } catch {
+        next = undefined;
+      }
+      if (next !== undefined) {
+        entry.dueAt = next;
+        this.#push(entry);
+      }
+    }
+    if (this.#running) this.#arm();
   };
 
   #push(entry: Entry): void {

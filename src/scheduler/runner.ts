@@ -17,7 +17,7 @@ import {
   type SchedulerLogger,
   type SkipReason,
 } from './fire.ts';
-import { type DueEntry, FireQueue } from './fire-queue.ts';
+import { type DueEntry, FireQueue, type NextDue } from './fire-queue.ts';
 import { startInstanceHeartbeat } from './instance-heartbeat.ts';
 import { ledgerKeyOf, type ResolvedConfig, type ResolvedJob } from './job.ts';
 import { runJobHooks } from './job-hooks.ts';
@@ -96,6 +96,9 @@ function firstInOrder(instance: string, count: number): number {
   }
   return hash % count;
 }
+
+/** The least time between two instants of a schedule: croner's schedules are to the second. */
+const minInstantGapMs = 1_000;
 
 /** How many occurrences a late fire enumerates when it reports those that passed unfired. */
 const missedReportLimit = 100;
@@ -453,17 +456,26 @@ export class JobRunner {
     this.#logger.debug({ jobs: this.#jobs.map(summary) }, 'scheduled jobs');
   }
 
-  /** The queue found `scheduled` due at `now`: fires its occurrence, returns its next instant. */
-  #onDue(scheduled: ScheduledJob, now: number): number | undefined {
+  /**
+   * The queue found `scheduled` due at `now`: fires its occurrence, returns its next instant (or,
+   * for a fire on time, how to find it once the fire has started).
+   */
+  #onDue(scheduled: ScheduledJob, now: number): NextDue {
     const { job, schedule } = scheduled;
     try {
       let scheduledAt = scheduled.dueAt;
-      let next = schedule.nextAfter(scheduledAt);
-      if (next !== undefined && next <= now) {
-        // Later than the next instant too (a frozen process, a busy loop, a clock stepped forward):
-        // only the latest passed occurrence fires.
-        scheduledAt = schedule.latestAtOrBefore(now) ?? scheduledAt;
+      // The next instant is looked for before the fire only when this wake may have passed it: a
+      // schedule's instants are whole seconds apart. Else it is found once the fire has started
+      // (croner takes up to a few hundred microseconds, which the fire would start late by).
+      let next: number | undefined;
+      if (now >= scheduledAt + minInstantGapMs) {
         next = schedule.nextAfter(scheduledAt);
+        if (next !== undefined && next <= now) {
+          // Later than the next instant too (a frozen process, a busy loop, a clock stepped
+          // forward): only the latest passed occurrence fires.
+          scheduledAt = schedule.latestAtOrBefore(now) ?? scheduledAt;
+          next = schedule.nextAfter(scheduledAt);
+        }
       }
       const last = scheduled.handledThrough;
       if (scheduledAt <= last) {
@@ -481,12 +493,23 @@ export class JobRunner {
       } else {
         this.#fireScheduled(scheduled.firer, scheduledAt);
       }
-      return next;
+      if (next !== undefined) return next;
+      return () => {
+        try {
+          return schedule.nextAfter(scheduledAt);
+        } catch (error) {
+          return this.#afterError(scheduled, now, error);
+        }
+      };
     } catch (error) {
-      // Fires never throw (every error becomes a logged result); this only guards against a bug.
-      this.#logger.error({ job: job.name, err: error }, 'unexpected error in a fire');
-      return schedule.nextAfter(Math.max(now, scheduled.handledThrough));
+      return this.#afterError(scheduled, now, error);
     }
+  }
+
+  /** Fires never throw (every error becomes a logged result): this only guards against a bug. */
+  #afterError(scheduled: ScheduledJob, now: number, error: unknown): number | undefined {
+    this.#logger.error({ job: scheduled.job.name, err: error }, 'unexpected error in a fire');
+    return scheduled.schedule.nextAfter(Math.max(now, scheduled.handledThrough));
   }
 
   /** Starts a scheduled fire; once its first claim is answered, a held one may start. */

@@ -48,6 +48,48 @@ describe('FireQueue', () => {
     expect(time.pendingTimers).toBe(0);
   });
 
+  it('an entry whose next instant onDue leaves for later is out of the queue until a timer of its own tells it; stop() puts it back; a throw drops it', async () => {
+    // As Node's timers do: a 0 ms timer waits 1 ms.
+    const time = new (class extends FakeTimeProvider {
+      override setTimeout(callback: () => void, ms: number) {
+        return super.setTimeout(callback, Math.max(ms, 1));
+      }
+    })(start);
+    const events: string[] = [];
+    const queue = new FireQueue<Entry>({
+      time,
+      onDue: (entry, now) => {
+        events.push(`due ${entry.name} ${now - start}`);
+        if (entry.name === 'broken') {
+          return () => {
+            throw new Error('no next instant');
+          };
+        }
+        return () => {
+          events.push(`next of ${entry.name}`);
+          return entry.dueAt + entry.everyMs!;
+        };
+      },
+    });
+    queue.add({ name: 'tick', dueAt: start + 1_000, order: 0, everyMs: 1_000 });
+    queue.add({ name: 'broken', dueAt: start + 1_000, order: 1 });
+    queue.start();
+    await time.advance(1_000);
+    // Both due; the next instants once the wake is over, on a timer of their own.
+    expect(events).toEqual(['due tick 1000', 'due broken 1000']);
+    expect(queue.size).toBe(0);
+    await time.advance(1);
+    expect(events.slice(2)).toEqual(['next of tick']);
+    expect(queue.size).toBe(1);
+    await time.advance(999);
+    expect(events.slice(3)).toEqual(['due tick 2000']);
+    // Stopped before that timer: the entry is back in the queue at its next instant.
+    queue.stop();
+    expect(events.slice(4)).toEqual(['next of tick']);
+    expect(queue.peek()?.dueAt).toBe(start + 3_000);
+    expect(time.pendingTimers).toBe(0);
+  });
+
   it('re-queues an entry at the instant onDue returns', async () => {
     const { time, queue, handed } = setup();
     queue.add({ name: 'tick', dueAt: start + 1_000, order: 0, everyMs: 1_000 });

@@ -2,9 +2,10 @@
  * JobRunner on a FakeTimeProvider: its one timer, the store's clock and every lease run on it,
  * so no test sleeps and a test can step the wall clock alone (`setNow`).
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { isShutdownError, isUnknownJobError } from '../../src/scheduler/errors.ts';
 import type { ResolvedJob } from '../../src/scheduler/job.ts';
+import { JobSchedule } from '../../src/scheduler/occurrence.ts';
 import { JobRunner, runJobNow } from '../../src/scheduler/runner.ts';
 import { FakeTimeProvider } from '../../src/testing/fake-time-provider.ts';
 import {
@@ -500,6 +501,34 @@ describe('JobRunner: one timer', () => {
     });
     await runner.stop();
     expect(time.pendingTimers).toBe(0);
+  });
+
+  it("a fire on its instant asks the store before croner looks for the schedule's next instant", async () => {
+    const { time, store, runner } = setup((probe) => [resolvedJob({ run: probe.run })]);
+    const order: string[] = [];
+    const claim = store.claimOccurrence.bind(store);
+    store.claimOccurrence = (request) => {
+      order.push(`claim ${new Date(request.scheduledAt).toISOString()}`);
+      return claim(request);
+    };
+    const nextAfter = JobSchedule.prototype.nextAfter;
+    const spy = vi.spyOn(JobSchedule.prototype, 'nextAfter').mockImplementation(function (
+      this: JobSchedule,
+      instant: number,
+    ) {
+      order.push(`next after ${new Date(instant).toISOString()}`);
+      return nextAfter.call(this, instant);
+    });
+    try {
+      await runner.start();
+      order.length = 0;
+      await time.advance(1_000);
+      // Croner takes a few hundred microseconds to find an instant: the fire does not wait for it.
+      expect(order).toEqual(['claim 2026-01-01T02:00:01.000Z', 'next after 2026-01-01T02:00:01.000Z']);
+    } finally {
+      spy.mockRestore();
+      await runner.stop();
+    }
   });
 
   it('never fires an occurrence before its instant when its timer fires early', async () => {
