@@ -113,10 +113,11 @@ export class KnownViews {
     const { view } = known;
     const elapsed = this.#clock() - known.seenAt;
     let now = Math.max(view.now, Math.floor(known.storeTime + elapsed - clockSlackMs(elapsed)));
-    // A claim sent once its instant came by the process's estimate of the store's clock, which
-    // this one trails by the reply's way back: decided at the instant, which the store checks it
-    // has reached (else it refuses the write, and the process reads).
-    const instant = target.operation === 'claimOccurrence' ? target.occurrences[0] : undefined;
+    // A fire's claim, sent once its instant came by the process's estimate of the store's clock,
+    // which this time trails by the reply's way back: decided at the instant, which the store
+    // checks it has reached (else it refuses the write, and the process reads).
+    // Not a manual run's or a backfill's: their instant is this process's estimate of now.
+    const instant = target.recordFirst === true ? target.occurrences[0] : undefined;
     if (instant !== undefined && instant > now && instant - now <= instantSlackMs) now = instant;
     if (target.trim !== undefined && !historyCovers(known.history, now, target.trim)) return undefined;
     const stored = {
@@ -236,17 +237,23 @@ export class KnownViews {
 
 /**
  * How far behind its own monotonic time the process puts the store's time, `elapsed` ms after the
- * store's reply: a clock being slewed by NTP drifts up to 0.05 % (500 ppm); twice that, and 50 µs.
- * Too little, and the store refuses the write (decided after its own time): the process reads
- * and decides again. Too much, and a decision on a known view may find a claim not due yet, when
- * the fire came on time: it reads too.
+ * store's reply: 50 µs and 100 ppm of the time since (NTP slews the monotonic clock as it slews the
+ * wall clock; two hosts' clocks disciplined by NTP run at rates a few ppm apart), at most 1 ms.
+ * Too little, and the store refuses the write (decided after its own time): the process reads and
+ * decides again. Too much, and a decision may find a claim not due yet, or be refused as more than
+ * the store's tolerance (1 s) before its time.
  */
 function clockSlackMs(elapsed: number): number {
-  return 0.05 + elapsed / 1000;
+  return Math.min(0.05 + elapsed / 10_000, 1);
 }
 
-/** How far behind a claim's instant a known view's time may be for the claim to be decided at the instant. */
-const instantSlackMs = 10;
+/**
+ * How far behind a fire's instant a known view's time may be for its claim to be decided at the
+ * instant: the view's time trails the store's by the way back of the last reply, which a busy
+ * process may take tens of ms to handle. Deciding at the instant is always safe (the store checks
+ * it has reached it); a claim whose instant the store has not reached is refused, and reads.
+ */
+const instantSlackMs = 100;
 
 /**
  * How many of a job's oldest records a known view keeps: the trims of about this many finishes

@@ -498,7 +498,12 @@ export class JobRunner {
         try {
           return schedule.nextAfter(scheduledAt);
         } catch (error) {
-          return this.#afterError(scheduled, now, error);
+          // Only a bug gets here (the schedule was validated): said, rather than the job silently gone.
+          this.#logger.error(
+            { job: job.name, schedule: job.schedule, err: error },
+            'the next instant of the schedule could not be computed: the job fires no more',
+          );
+          return undefined;
         }
       };
     } catch (error) {

@@ -531,6 +531,54 @@ describe('JobRunner: one timer', () => {
     }
   });
 
+  it('a wake up to a second late fires its instant, then the next one on its own instant: none missed, none twice', async () => {
+    const { time, probe, logger, runner } = setup((probe) => [resolvedJob({ run: probe.run })]);
+    await runner.start();
+    await time.advance(700); // fires 02:00:01
+    // The wall clock moves on 999 ms while no timer runs: the wake for 02:00:02 comes at 02:00:02.999.
+    time.setNow(time.now() + 999);
+    await time.advance(1_000);
+    await time.advance(1);
+    await runner.stop();
+    expect(scheduledTimes(probe)).toEqual([
+      '2026-01-01T02:00:01.000Z',
+      '2026-01-01T02:00:02.000Z',
+      '2026-01-01T02:00:03.000Z',
+    ]);
+    expect(logger.fires().map((line) => line.lateMs)).toEqual([0, 999, 0]);
+    expect(logger.lines.some((line) => line.reason === 'missed')).toBe(false);
+  });
+
+  it('a schedule whose next instant cannot be computed after a fire says so: the job fires no more, the others go on', async () => {
+    const { time, probe, logger, runner } = setup((probe) => [
+      resolvedJob({ name: 'broken', run: probe.run }),
+      resolvedJob({ name: 'fine', schedule: '*/2 * * * * *', run: probe.run }),
+    ]);
+    await runner.start();
+    const nextAfter = JobSchedule.prototype.nextAfter;
+    const spy = vi.spyOn(JobSchedule.prototype, 'nextAfter').mockImplementation(function (
+      this: JobSchedule,
+      instant: number,
+    ) {
+      if (this.schedule === '* * * * * *') throw new Error('no next instant');
+      return nextAfter.call(this, instant);
+    });
+    try {
+      await time.advance(3_700);
+    } finally {
+      spy.mockRestore();
+      await runner.stop();
+    }
+    expect(probe.calls.map((call) => [call.ctx.job, call.ctx.scheduledAt.toISOString()])).toEqual([
+      ['broken', '2026-01-01T02:00:01.000Z'],
+      ['fine', '2026-01-01T02:00:02.000Z'],
+      ['fine', '2026-01-01T02:00:04.000Z'],
+    ]);
+    expect(logger.lines.filter((line) => line.level === 'error')).toMatchObject([
+      { job: 'broken', msg: 'the next instant of the schedule could not be computed: the job fires no more' },
+    ]);
+  });
+
   it('never fires an occurrence before its instant when its timer fires early', async () => {
     const time = new RecordingTimeProvider(start + 300);
     time.earlyByMs = 400;

@@ -1,3 +1,24 @@
+/** What follows `<prefix>{<key>}` in a lease key. */
+export const leaseSuffix = ':lease';
+
+/**
+ * The keys of one job's run ledger after its lease key, in the order its scripts use them, as
+ * what follows `<prefix>{<key>}`: a suffix ending in `:` is followed by the job's name. A ledger
+ * batch sends only the lease key; the script builds the others from it (`batchOf` in scripts.ts).
+ */
+export const ledgerKeySuffixes = [
+  ':token',
+  ':current',
+  ':occ:',
+  ':idx:',
+  ':queue:',
+  ':succeeded:',
+  ':paused:',
+  ':running:',
+] as const;
+
+type LedgerKeySuffix = (typeof ledgerKeySuffixes)[number];
+
 /**
  * Where the store keys things. Every key starts with the prefix, and the keys of one lock (with
  * the run ledger of the occurrences claimed under it) or one fenced resource share a `{...}` hash
@@ -23,27 +44,6 @@
  * `<key>` is the claim's lease key (a job's lock key, by default its name): jobs sharing it share
  * one slot and exclude each other, and their records stay apart by `<job>`.
  */
-/** What follows `<prefix>{<key>}` in a lease key. */
-export const leaseSuffix = ':lease';
-
-/**
- * The keys of one job's run ledger after its lease key, in the order its scripts use them, as
- * what follows `<prefix>{<key>}`: a suffix ending in `:` is followed by the job's name. A ledger
- * batch sends only the lease key; the script builds the others from it (`batchOf` in scripts.ts).
- */
-export const ledgerKeySuffixes = [
-  ':token',
-  ':current',
-  ':occ:',
-  ':idx:',
-  ':queue:',
-  ':succeeded:',
-  ':paused:',
-  ':running:',
-] as const;
-
-type LedgerKeySuffix = (typeof ledgerKeySuffixes)[number];
-
 export class RedisKeys {
   constructor(readonly prefix: string) {}
 

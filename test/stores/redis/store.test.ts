@@ -305,6 +305,22 @@ describe.skipIf(privateRedisUnavailableReason())('RedisLockStore on a private Re
     const locked = await read('locked');
     await store.acquire('locked', 'someone', ttl);
     expect(await write('locked', locked)).toBe(0);
+    // Under a lease, the key's current occurrence is that lease's: the owner alone is checked, and
+    // another owner since is a change.
+    expect(await write('locked', await read('locked'))).toBe(-1);
+    const held = await read('locked');
+    await store.release('locked', 'someone');
+    await store.acquire('locked', 'another', ttl);
+    expect(await write('locked', held)).toBe(0);
+    // A free lease (expired: its key gone, the current occurrence left): the current occurrence is
+    // checked, as another job's grant and release under the same key change it.
+    await admin.del(keys.lease('expired'));
+    await admin.hset(keys.current('expired'), 'job', 'expired', 'at', String(at));
+    const expired = await read('expired');
+    expect(await write('expired', expired)).toBe(-1);
+    const left = await read('expired');
+    await admin.del(keys.current('expired'));
+    expect(await write('expired', left)).toBe(0);
     // As an instance of an earlier release writes a record: without the job's counter.
     const recorded = await read('recorded');
     await admin.hset(keys.occurrences('recorded', 'recorded'), String(at), '{"outcome":"running"}');
