@@ -126,7 +126,9 @@ export function compareAndWrite(
     target: ReadTarget,
     version: string,
     changes: WriteChanges,
-    onKnown?: DecidedOnKnown,
+    onKnown: DecidedOnKnown | undefined,
+    /** The view the decision was made on (`version` is its version). */
+    stored: StoredView,
   ) => Promise<WriteReply>,
   known?: KnownViews,
 ): LedgerPrimitive['apply'] {
@@ -140,7 +142,7 @@ export function compareAndWrite(
     let reply: WriteReply;
     try {
       const onKnown = guess && { decidedAt: guess.decidedAt, parts: guess.stored.parts };
-      reply = await write(target, stored.version!, changes, onKnown);
+      reply = await write(target, stored.version!, changes, onKnown, stored);
     } catch (error) {
       // It may have been written or not: what the process knew is no longer sure.
       known?.forget(target);

@@ -204,7 +204,7 @@ export class RedisLockStore
         apply: compareAndWrite(
           'RedisLockStore',
           (target) => this.#readLedger(target),
-          (target, version, changes, onKnown) => this.#writeLedger(target, version, changes, onKnown),
+          (target, _version, changes, onKnown, stored) => this.#writeLedger(target, stored, changes, onKnown),
           new KnownViews({ versionOf, entryLimit: ledgerReadLimit }),
         ),
       },
@@ -401,10 +401,10 @@ export class RedisLockStore
     return storedViewOf(reply, target);
   }
 
-  /** The ledger's conditional write of one job (see ledgerWrite in scripts.ts). */
+  /** The ledger's conditional write of one job, decided on `stored` (see ledgerWrite in scripts.ts). */
   async #writeLedger(
     target: ReadTarget,
-    version: string,
+    stored: StoredView,
     changes: WriteChanges,
     onKnown?: DecidedOnKnown,
   ): Promise<WriteReply> {
@@ -413,7 +413,7 @@ export class RedisLockStore
       target.job,
       target.occurrences.length,
       ...target.occurrences.map(String),
-      version,
+      stored.version!,
       onKnown === undefined ? '' : String(onKnown.decidedAt),
       // A claim made on a known view: the counter it knew, for the records alone when it moved.
       onKnown !== undefined && target.recordFirst === true ? onKnown.parts.counter : '',
@@ -429,22 +429,34 @@ export class RedisLockStore
     ];
     const records = new Map<number, string>();
     for (const { entry, before } of changes.put) {
-      const record = JSON.stringify(storedEntryOf(entry));
-      records.set(entry.scheduledAt, record);
+      const at = entry.scheduledAt;
+      // The index of running occurrences is kept for the claims that read it (those with a
+      // `concurrency` above 1): a running occurrence joins it only from one of them, and leaves it
+      // when it stops running (so a trim, which drops no running occurrence, never has to). A
+      // running record outside the index says so (`unindexed`), so that its finish does not
+      // remove it again; a record without it (one of an earlier release) may be in the index.
+      const wasRunning = before?.outcome === 'running';
+      const indexed = wasRunning
+        ? !isUnindexed(stored.parts?.records.get(at))
+        : entry.outcome === 'running' && target.running === true;
+      const storedEntry = storedEntryOf(entry);
+      const record = JSON.stringify(
+        entry.outcome === 'running' && !indexed ? { ...storedEntry, unindexed: true } : storedEntry,
+      );
+      records.set(at, record);
       argv.push(
-        String(entry.scheduledAt),
+        String(at),
         record,
         before === undefined ? '1' : '0',
         indexChange(before?.outcome === 'queued', entry.outcome === 'queued'),
         indexChange(before?.outcome === 'success', entry.outcome === 'success'),
-        // Kept for the claims that read it: a running occurrence joins it only from one of them,
-        // and leaves it whenever it stops running (so a trim, which drops no running occurrence,
-        // never has to).
         entry.outcome === 'running'
-          ? before?.outcome !== 'running' && target.running
+          ? !wasRunning && indexed
             ? '1'
             : '0'
-          : indexChange(before?.outcome === 'running', false),
+          : wasRunning && indexed
+            ? '-1'
+            : '0',
       );
     }
     for (const entry of changes.drop) {
@@ -909,6 +921,11 @@ function versionOf(parts: VersionParts, occurrences: readonly number[]): string 
   const [currentJob, currentAt] = owner === '' ? [parts.currentJob, parts.currentAt] : ['', ''];
   const lines = [counter, owner, currentJob, currentAt, ...occurrences.map((at) => records.get(at) ?? '')];
   return createHash('sha1').update(lines.join('\n')).digest('hex');
+}
+
+/** True when a running record as the store keeps it says it is not in the index of running occurrences. */
+function isUnindexed(record: string | undefined): boolean {
+  return record?.includes('"unindexed":true') === true;
 }
 
 /** '1' when an occurrence joins an index, '-1' when it leaves it, '0' when neither. */

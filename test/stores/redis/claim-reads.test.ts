@@ -85,13 +85,13 @@ describe.skipIf(privateRedisUnavailableReason())('RedisLockStore: what a claim r
       evalsha: 1,
       time: 1,
       // The version's parts under a lease (its owner; the records with the counter: the current
-      // occurrence is the lease's), the record, the index of successes, the index of running
-      // occurrences left, the lease freed with the current occurrence (one DEL), its release published.
+      // occurrence is the lease's), the record, the index of successes, the lease freed with the
+      // current occurrence (one DEL), its release published. Not the index of running occurrences:
+      // its record says it never joined it (granted to a claim with a concurrency of 1).
       get: 1,
       hmget: 1,
       hset: 1,
       zadd: 1,
-      zrem: 1,
       del: 1,
       publish: 1,
     });
@@ -303,5 +303,26 @@ describe.skipIf(privateRedisUnavailableReason())('RedisLockStore: what a claim r
     expect(takeover.takeover).toBe(true);
     await store.finishOccurrence(takeover.lease, { outcome: 'success' });
     expect(await running()).toEqual([]);
+  });
+
+  it("a running occurrence outside that index says so in its record, until it ends; one of an earlier release's records (which does not) leaves the index when it ends", async () => {
+    const job = { job: 'single', key: 'single' } as const;
+    const records = 'reads:{single}:occ:single';
+    const first = await store.claimOccurrence(request(job));
+    if (first.status !== 'granted') throw new Error(JSON.stringify(first));
+    expect(await client.hget(records, String(at))).toContain('"unindexed":true');
+    expect(await store.renewOccurrence(first.lease, 10_000)).toBe(true);
+    expect(await client.hget(records, String(at))).toContain('"unindexed":true');
+    await store.finishOccurrence(first.lease, { outcome: 'success' });
+    expect(await client.hget(records, String(at))).not.toContain('unindexed');
+    expect(await store.runHistory('single')).toEqual([expect.not.objectContaining({ unindexed: true })]);
+    // As an earlier release leaves a bounded occurrence: in the index, its record without the mark.
+    const second = await store.claimOccurrence(request({ ...job, scheduledAt: at + 1_000 }));
+    if (second.status !== 'granted') throw new Error(JSON.stringify(second));
+    const record = (await client.hget(records, String(at + 1_000)))!;
+    await client.hset(records, String(at + 1_000), record.replace(',"unindexed":true', ''));
+    await client.zadd('reads:{single}:running:single', at + 1_000, String(at + 1_000));
+    await store.finishOccurrence(second.lease, { outcome: 'success' });
+    expect(await client.zrange('reads:{single}:running:single', 0, -1)).toEqual([]);
   });
 });
