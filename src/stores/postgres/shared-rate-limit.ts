@@ -20,29 +20,31 @@ export function rateLimitTableSql(table: string): string {
 
 /**
  * One decision, one statement (one round trip, autocommit): the upsert takes a permit when the
- * row's arrival time is at most `tolerance` ahead of `now()`, under the row's lock, so concurrent
- * calls from every process serialize on it. A new key is a full bucket: its first call takes a
- * permit. A rejected call writes nothing; its wait is read from the statement's snapshot, which a
- * call committed meanwhile may have moved, so it falls back to `interval`, which a wait never
- * exceeds (the arrival time is never more than `burst * interval` ahead).
+ * row's arrival time is at most `tolerance` ahead of the database's clock, under the row's lock, so
+ * concurrent calls from every process serialize on it. The clock is read under that lock
+ * (`clock_timestamp()`, not the statement's `now()`): a statement that started first but took the
+ * lock second would otherwise judge the row another call moved at a time before that call's, and
+ * refuse a permit the budget holds. A new key is a full bucket: its first call takes a permit. A
+ * rejected call writes nothing; its wait is read from the statement's snapshot, which a call
+ * committed meanwhile may have moved, so it falls back to `interval`, which a wait never exceeds
+ * (the arrival time is never more than `burst * interval` ahead).
  *
  * $1 key, $2 interval, $3 tolerance (microseconds, see `gcraMicroseconds`). Returns `wait`: 0 when
  * a permit was taken, else the microseconds until one is expected.
  */
 export function rateLimitSql(table: string): string {
-  return `WITH clock AS (SELECT floor(extract(epoch FROM now()) * 1000000)::bigint AS now),
-taken AS (
+  const clock = 'floor(extract(epoch FROM clock_timestamp()) * 1000000)::bigint';
+  return `WITH taken AS (
   INSERT INTO ${table} AS limit_row (key, tat)
-  SELECT $1::text, clock.now + $2::bigint FROM clock
+  VALUES ($1::text, ${clock} + $2::bigint)
   ON CONFLICT (key) DO UPDATE
-    SET tat = greatest(limit_row.tat, EXCLUDED.tat - $2::bigint) + $2::bigint
-    WHERE greatest(limit_row.tat, EXCLUDED.tat - $2::bigint) - (EXCLUDED.tat - $2::bigint) <= $3::bigint
+    SET tat = greatest(limit_row.tat, ${clock}) + $2::bigint
+    WHERE limit_row.tat - ${clock} <= $3::bigint
   RETURNING 1
 )
 SELECT CASE WHEN EXISTS (SELECT 1 FROM taken) THEN 0
-  ELSE coalesce(nullif(greatest((SELECT tat FROM ${table} WHERE key = $1::text) - clock.now - $3::bigint, 0), 0), $2::bigint)
-END::float8 AS wait
-FROM clock`;
+  ELSE coalesce(nullif(greatest((SELECT tat FROM ${table} WHERE key = $1::text) - ${clock} - $3::bigint, 0), 0), $2::bigint)
+END::float8 AS wait`;
 }
 
 /**
