@@ -30,8 +30,8 @@ export interface VersionParts {
 
 /**
  * A write as the store took it: its time (ms, with the microseconds as a fraction where the store
- * tells them: a decision on the view known after it is then not put a ms early), each record put as it keeps it (a grant's with its
- * token), and the job's counter after it.
+ * tells them: a decision on the view known after it is then not put a ms early), each record put
+ * as it keeps it (a grant's with its token), and the job's counter after it.
  */
 export interface Wrote {
   readonly token?: number;

@@ -128,10 +128,10 @@ return { owner, redis.call('GET', KEYS[2]) or '0', redis.call('PTTL', KEYS[1]), 
  * trim), the oldest occurrences (with a trim: those past the retention, and one more than the
  * record limit's excess), the occurrences read, their records (JSON, or false),
  * the version, then the parts the version is a digest of, as read: the job's counter, the key's
- * current job and occurrence ('' for none) }. The version is a digest of the job's counter, the key's lease owner,
- * its current occurrence while the lease is free, and the records asked about: what the write
- * checks again to tell whether anything the decision read has changed (three commands, two under
- * a lease). The counter covers the rest (the queue, the pause, the other records): whatever
+ * current job and occurrence ('' for none) }. The version is a digest of the job's counter, the
+ * key's lease owner, its current occurrence while the lease is free, and the records asked about:
+ * what the write checks again to tell whether anything the decision read has changed (three
+ * commands, two under a lease). The counter covers the rest (the queue, the pause, the other records): whatever
  * changes them increments it. The lease owner and `current` are checked apart because a plain
  * acquire, a release or an expiry changes them without a ledger write, and the records asked
  * about because an instance of a release before the counter writes them without incrementing it.
