@@ -36,7 +36,28 @@ function setup(
   return { time, store, probe, logger, config, runner };
 }
 
+/**
+ * An every-second job whose wake after its 02:00:01 fire comes `lateMs` late: the wall clock moved
+ * on while no timer ran (a frozen process, a VM paused). Runs `thenMs` more, and stops.
+ */
+async function lateWake(lateMs: number, thenMs = 0) {
+  const context = setup((probe) => [resolvedJob({ run: probe.run })]);
+  const { time, runner } = context;
+  await runner.start();
+  await time.advance(700); // fires 02:00:01
+  time.setNow(time.now() + lateMs);
+  await time.advance(1_000 + thenMs);
+  await runner.stop();
+  return context;
+}
+
 const scheduledTimes = (probe: JobProbe) => probe.calls.map((call) => call.ctx.scheduledAt.toISOString());
+/** The instants of an every-second job in the first three seconds after `start`. */
+const firstThreeSeconds = [
+  '2026-01-01T02:00:01.000Z',
+  '2026-01-01T02:00:02.000Z',
+  '2026-01-01T02:00:03.000Z',
+];
 
 describe('JobRunner', () => {
   it('warns at start about a schedule that never fires, and about a config with no enabled job', async () => {
@@ -62,11 +83,7 @@ describe('JobRunner', () => {
     await time.advance(3_000);
     await runner.stop();
 
-    expect(scheduledTimes(probe)).toEqual([
-      '2026-01-01T02:00:01.000Z',
-      '2026-01-01T02:00:02.000Z',
-      '2026-01-01T02:00:03.000Z',
-    ]);
+    expect(scheduledTimes(probe)).toEqual(firstThreeSeconds);
     // The fire landed exactly on the instant: it belongs to that instant, not the previous one.
     expect(probe.calls.map((call) => call.startedAt - call.ctx.scheduledAt.getTime())).toEqual([0, 0, 0]);
     expect(
@@ -86,14 +103,8 @@ describe('JobRunner', () => {
   });
 
   it('a fire that comes late runs the latest passed occurrence and reports those that passed unfired', async () => {
-    const { time, probe, logger, runner } = setup((probe) => [resolvedJob({ run: probe.run })]);
-    await runner.start();
-    await time.advance(700); // fires 02:00:01
     // The wall clock moves on 5 s while no timer runs (a frozen process, a VM paused).
-    time.setNow(time.now() + 5_000);
-    await time.advance(1_000);
-    await runner.stop();
-
+    const { probe, logger } = await lateWake(5_000);
     expect(scheduledTimes(probe)).toEqual(['2026-01-01T02:00:01.000Z', '2026-01-01T02:00:07.000Z']);
     expect(logger.lines.find((line) => line.reason === 'missed')).toMatchObject({
       level: 'warn',
@@ -532,19 +543,9 @@ describe('JobRunner: one timer', () => {
   });
 
   it('a wake up to a second late fires its instant, then the next one on its own instant: none missed, none twice', async () => {
-    const { time, probe, logger, runner } = setup((probe) => [resolvedJob({ run: probe.run })]);
-    await runner.start();
-    await time.advance(700); // fires 02:00:01
-    // The wall clock moves on 999 ms while no timer runs: the wake for 02:00:02 comes at 02:00:02.999.
-    time.setNow(time.now() + 999);
-    await time.advance(1_000);
-    await time.advance(1);
-    await runner.stop();
-    expect(scheduledTimes(probe)).toEqual([
-      '2026-01-01T02:00:01.000Z',
-      '2026-01-01T02:00:02.000Z',
-      '2026-01-01T02:00:03.000Z',
-    ]);
+    // The wake for 02:00:02 comes at 02:00:02.999.
+    const { probe, logger } = await lateWake(999, 1);
+    expect(scheduledTimes(probe)).toEqual(firstThreeSeconds);
     expect(logger.fires().map((line) => line.lateMs)).toEqual([0, 999, 0]);
     expect(logger.lines.some((line) => line.reason === 'missed')).toBe(false);
   });
@@ -586,11 +587,7 @@ describe('JobRunner: one timer', () => {
     await runner.start();
     await time.advance(3_000);
     await runner.stop();
-    expect(scheduledTimes(probe)).toEqual([
-      '2026-01-01T02:00:01.000Z',
-      '2026-01-01T02:00:02.000Z',
-      '2026-01-01T02:00:03.000Z',
-    ]);
+    expect(scheduledTimes(probe)).toEqual(firstThreeSeconds);
     expect(logger.fires().map((line) => line.lateMs)).toEqual([0, 0, 0]);
   });
 
