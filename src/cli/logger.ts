@@ -12,7 +12,19 @@ export interface CreateLoggerOptions {
   level?: string;
   /** Where lines go. Defaults to stdout (synchronous writes, so nothing is lost on exit). */
   destination?: DestinationStream;
+  /**
+   * Gathers lines and writes them together: once {@link bufferedBytes} wait, else
+   * {@link bufferedMs} after the first that waits, on `logger.flush()`, and at exit
+   * (`process.exit()`, an uncaught error, the end of the event loop). A burst of fires then costs
+   * a few writes instead of one per line; a `kill -9` loses what waits. Not with `pretty`.
+   */
+  buffered?: boolean;
 }
+
+/** A buffered logger writes once this much (UTF-16 code units) waits... */
+export const bufferedBytes = 8_192;
+/** ... and at the latest this long after the first line that waits. */
+export const bufferedMs = 100;
 
 /** Fields whose value is never logged, at the top level or one level down. */
 const secretFields = new Set([
@@ -37,8 +49,8 @@ const censored = '[redacted]';
  */
 export function createLogger(options: CreateLoggerOptions = {}): Logger {
   const pretty = options.pretty ?? (options.destination === undefined && process.stdout.isTTY === true);
-  const destination =
-    options.destination ?? (pretty ? prettyStream() : pino.destination({ dest: 1, sync: true }));
+  const direct = options.destination ?? (pretty ? prettyStream() : pino.destination({ dest: 1, sync: true }));
+  const destination = options.buffered === true && !pretty ? gathered(direct) : direct;
   const logger = pino(
     {
       level: options.level ?? process.env.LOG_LEVEL ?? 'info',
@@ -66,6 +78,49 @@ export function createLogger(options: CreateLoggerOptions = {}): Logger {
     return child.call(this, withoutSecrets(bindings), childOptions);
   } as Logger['child'];
   return logger;
+}
+
+/**
+ * Lines gathered in memory and handed to `stream` together: at {@link bufferedBytes}, else
+ * {@link bufferedMs} after the first, on `flush()` and at exit. stdout's writes stay synchronous,
+ * so none is under way when the process exits, and the exit's write is whole.
+ */
+function gathered(stream: DestinationStream): DestinationStream & { flush(cb?: () => void): void } {
+  let waiting = '';
+  let timer: NodeJS.Timeout | undefined;
+  /** From the exit on, each line is written as it comes (`exit` listeners after this one log too). */
+  let exited = false;
+  const flush = () => {
+    if (timer !== undefined) clearTimeout(timer);
+    timer = undefined;
+    if (waiting === '') return;
+    const lines = waiting;
+    waiting = '';
+    stream.write(lines);
+  };
+  process.on('exit', () => {
+    exited = true;
+    try {
+      flush();
+    } catch {
+      // stdout closed (EPIPE): nobody is left to read the lines.
+    }
+  });
+  return {
+    write(line: string) {
+      if (exited) {
+        stream.write(line);
+        return;
+      }
+      waiting += line;
+      if (waiting.length >= bufferedBytes) flush();
+      else if (timer === undefined) timer = setTimeout(flush, bufferedMs).unref();
+    },
+    flush(cb?: () => void) {
+      flush();
+      cb?.();
+    },
+  };
 }
 
 function prettyStream(): DestinationStream {

@@ -114,8 +114,11 @@ async function resilRunner(
       }),
     ],
   };
-  // A real pino logger (writing to /dev/null): each fire pays for its log line as in production.
-  const logger = createLogger({ destination: pino.destination({ dest: '/dev/null', sync: true }) });
+  // A real pino logger (writing to /dev/null), buffered as `resil run`'s: each fire pays for its line as in production.
+  const logger = createLogger({
+    destination: pino.destination({ dest: '/dev/null', sync: true }),
+    buffered: true,
+  });
   const runner = new JobRunner({ config, logger });
   await runner.start();
   await finished;

@@ -1,16 +1,26 @@
+import { execFileSync } from 'node:child_process';
 import { Writable } from 'node:stream';
-import { describe, expect, it } from 'vitest';
-import { createLogger } from '../../src/cli/logger.ts';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { bufferedBytes, bufferedMs, createLogger } from '../../src/cli/logger.ts';
 
-function capture() {
+function capture(options: { buffered?: boolean } = {}) {
   const lines: Array<Record<string, unknown>> = [];
+  /** How many lines each write to the destination carried. */
+  const writes: number[] = [];
   const destination = new Writable({
     write(chunk, _encoding, callback) {
-      for (const line of chunk.toString().split('\n')) if (line) lines.push(JSON.parse(line));
+      const parsed = chunk
+        .toString()
+        .split('\n')
+        .filter((line: string) => line !== '')
+        .map((line: string) => JSON.parse(line) as Record<string, unknown>);
+      lines.push(...parsed);
+      writes.push(parsed.length);
       callback();
     },
   });
-  return { lines, logger: createLogger({ destination, level: 'debug' }) };
+  return { lines, writes, logger: createLogger({ destination, level: 'debug', ...options }) };
 }
 
 describe('createLogger (resil run logs)', () => {
@@ -73,5 +83,75 @@ describe('createLogger (resil run logs)', () => {
     logger.info('hidden');
     logger.warn('shown');
     expect(lines.map((line) => line.msg)).toEqual(['shown']);
+  });
+});
+
+describe('createLogger({ buffered: true }) (resil run)', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('writes the lines that came within bufferedMs together, once, that long after the first', () => {
+    vi.useFakeTimers();
+    const { lines, writes, logger } = capture({ buffered: true });
+    logger.info('one');
+    vi.advanceTimersByTime(bufferedMs / 2);
+    logger.info('two');
+    logger.warn('three');
+    vi.advanceTimersByTime(bufferedMs / 2 - 1);
+    expect(writes).toEqual([]);
+    vi.advanceTimersByTime(1);
+    expect(writes).toEqual([3]);
+    expect(lines.map((line) => line.msg)).toEqual(['one', 'two', 'three']);
+    // Nothing waits: no timer, no empty write.
+    expect(vi.getTimerCount()).toBe(0);
+    vi.advanceTimersByTime(10 * bufferedMs);
+    expect(writes).toEqual([3]);
+  });
+
+  it('writes at once when bufferedBytes wait, and on flush()', () => {
+    vi.useFakeTimers();
+    const { lines, writes, logger } = capture({ buffered: true });
+    const text = 'x'.repeat(1_000);
+    let logged = 0;
+    while (writes.length === 0) {
+      logger.info({ text }, `line ${logged++}`);
+      expect(logged).toBeLessThanOrEqual(Math.ceil(bufferedBytes / text.length));
+    }
+    expect(writes).toEqual([logged]);
+    logger.info('after');
+    logger.flush();
+    expect(writes).toEqual([logged, 1]);
+    expect(lines.at(-1)).toMatchObject({ msg: 'after' });
+  });
+
+  it('writes what waits when the process exits (process.exit(), an uncaught error, the end of the event loop), and what is logged on exit', () => {
+    const logger = fileURLToPath(new URL('../../src/cli/logger.ts', import.meta.url));
+    const ends = {
+      'process.exit()': 'process.exit(3);',
+      'an uncaught error': "throw new Error('boom');",
+      'the end of the event loop': '',
+    };
+    for (const [end, code] of Object.entries(ends)) {
+      const script = `const { createLogger } = await import(${JSON.stringify(logger)});
+const logger = createLogger({ buffered: true });
+for (let index = 0; index < 4; index++) logger.info({ index }, 'line');
+process.on('exit', () => logger.info({ index: 4 }, 'exiting'));
+${code}`;
+      let stdout: string;
+      try {
+        stdout = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+          encoding: 'utf8',
+          stdio: ['ignore', 'pipe', 'ignore'],
+        });
+      } catch (error) {
+        stdout = (error as { stdout: string }).stdout;
+      }
+      const indexes = stdout
+        .split('\n')
+        .filter((line) => line !== '')
+        .map((line) => (JSON.parse(line) as { index: number }).index);
+      expect(indexes, end).toEqual([0, 1, 2, 3, 4]);
+    }
   });
 });

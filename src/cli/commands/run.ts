@@ -117,7 +117,8 @@ Examples:
         import('../../scheduler/runner.ts'),
       ]);
       // An unknown --job throws UnknownJobError, reported like `jobs run`'s (exit 2).
-      const base = createLogger({ level });
+      // A burst of fires logs thousands of lines a second: gathered, they cost a few writes.
+      const base = createLogger({ level, buffered: true });
       const runner = new JobRunner({
         config,
         logger: base,
