@@ -291,6 +291,8 @@ export class ConfigDriftWatch {
   readonly #logger: Pick<JobLogger, 'warn' | 'info'>;
   readonly #digestOnly: string;
   #drift: ReadonlyMap<string, DriftVariant[]> = new Map();
+  /** The live instances by the last registry read, this one included. */
+  #instances: readonly string[];
   /** What was logged of each job in drift, to log again only when it changes. */
   readonly #logged = new Map<string, string>();
   #published: string;
@@ -305,8 +307,14 @@ export class ConfigDriftWatch {
     this.#registry = options.registry;
     this.#instance = options.instance;
     this.#logger = options.logger;
+    this.#instances = [this.#instance];
     this.#digestOnly = this.#own.publish({ fingerprints: false, definitionsOf: [] });
     this.#published = this.#digestOnly;
+  }
+
+  /** The live instances by the last registry read (this one before the first), this one included. */
+  get instances(): readonly string[] {
+    return this.#instances;
   }
 
   /** The jobs this instance runs that live instances run with other definitions. */
@@ -323,6 +331,7 @@ export class ConfigDriftWatch {
   async next(): Promise<string> {
     const live = await this.#registry.listInstances();
     const others = live.filter((entry) => entry.instance !== this.#instance);
+    this.#instances = [this.#instance, ...others.map((entry) => entry.instance)];
     const found = findConfigDrift(
       [...others, { instance: this.#instance, definitions: this.#digestOnly }],
       this.#own,

@@ -34,13 +34,17 @@ export function jitterOf(job: Pick<ResolvedJob, 'name' | 'jitterMs'>, scheduledA
   const jitterMs = Math.floor(job.jitterMs ?? 0);
   if (jitterMs <= 1) return 0;
   const instant = typeof scheduledAt === 'number' ? scheduledAt : scheduledAt.getTime();
-  const key = `${job.name}@${instant}`;
+  return fnv1a(`${job.name}@${instant}`) % jitterMs;
+}
+
+/** The 32-bit FNV-1a hash of `text`'s UTF-16 code units, unsigned. */
+export function fnv1a(text: string): number {
   let hash = 0x811c9dc5;
-  for (let index = 0; index < key.length; index++) {
-    hash ^= key.charCodeAt(index);
+  for (let index = 0; index < text.length; index++) {
+    hash ^= text.charCodeAt(index);
     hash = Math.imul(hash, 0x01000193);
   }
-  return (hash >>> 0) % jitterMs;
+  return hash >>> 0;
 }
 
 /** `job@2026-01-01T02:00:00.000Z`, for logs. */

@@ -18,6 +18,7 @@ import {
   type SkipReason,
 } from './fire.ts';
 import { type DueEntry, FireQueue, type NextDue } from './fire-queue.ts';
+import { firstClaimer } from './first-claims.ts';
 import { startInstanceHeartbeat } from './instance-heartbeat.ts';
 import { ledgerKeyOf, type ResolvedConfig, type ResolvedJob } from './job.ts';
 import { runJobHooks } from './job-hooks.ts';
@@ -52,6 +53,12 @@ export interface JobRunnerOptions {
  * ({@link claimSlotsPerRunner}): the next ones are ready as slots free up.
  */
 const claimingFiresLimit = 2 * claimSlotsPerRunner;
+
+/** A scheduled fire not started yet (see `JobRunner.#held`). */
+interface HeldFire {
+  readonly firer: JobFirer;
+  readonly scheduledAt: number;
+}
 
 /** A fire in progress, tracked for graceful shutdown. */
 interface InFlightFire {
@@ -131,7 +138,15 @@ export class JobRunner {
    * held here is two numbers and a reference; started, it holds its whole chain of calls until its
    * claim is answered (ten thousand jobs due together would hold them all at once).
    */
-  readonly #held = new Fifo<{ readonly firer: JobFirer; readonly scheduledAt: number }>();
+  readonly #held = new Fifo<HeldFire>();
+  /**
+   * Held fires of jobs another live instance claims first ({@link firstClaimer}): started once
+   * none of {@link #held} waits, so that each instance of a fleet claims its own share of a burst
+   * first, and the rest when those occurrences have likely run (one read then answers).
+   */
+  readonly #heldForLater = new Fifo<HeldFire>();
+  /** A `#startHeld` is queued (a microtask): the fires due in one wake are all held by then. */
+  #startHeldQueued = false;
   /** Scheduled fires started and waiting for their first claim's answer. */
   #claiming = 0;
   /** True while `#startHeld` runs: a fire it starts may end at once and call it again. */
@@ -488,7 +503,11 @@ export class JobRunner {
       }
       if (scheduledAt !== scheduled.dueAt) this.#reportUnfired(scheduled, last, scheduledAt);
       scheduled.handledThrough = scheduledAt;
-      if (this.#claiming >= claimingFiresLimit || this.#held.size > 0) {
+      if (!this.#claimsFirst(job.name)) {
+        // After the wake: the fires it makes due that this instance claims first go before it.
+        this.#heldForLater.push({ firer: scheduled.firer, scheduledAt });
+        this.#startHeldSoon();
+      } else if (this.#claiming >= claimingFiresLimit || this.#held.size > 0) {
         this.#held.push({ firer: scheduled.firer, scheduledAt });
       } else {
         this.#fireScheduled(scheduled.firer, scheduledAt);
@@ -539,14 +558,34 @@ export class JobRunner {
     if (this.#startingHeld) return;
     this.#startingHeld = true;
     try {
-      while (this.#held.size > 0) {
+      for (;;) {
         if (this.#claiming >= claimingFiresLimit && this.#state !== 'stopping') return;
-        const next = this.#held.shift()!;
+        const next = this.#held.shift() ?? this.#heldForLater.shift();
+        if (next === undefined) return;
         this.#fireScheduled(next.firer, next.scheduledAt);
       }
     } finally {
       this.#startingHeld = false;
     }
+  }
+
+  #startHeldSoon(): void {
+    if (this.#startHeldQueued) return;
+    this.#startHeldQueued = true;
+    queueMicrotask(() => {
+      this.#startHeldQueued = false;
+      this.#startHeld();
+    });
+  }
+
+  /**
+   * True when this instance claims the job first in a burst: alone, or the job's
+   * {@link firstClaimer} among the live instances of the instance registry's last read.
+   */
+  #claimsFirst(job: string): boolean {
+    const instances = this.#driftWatch?.instances;
+    if (instances === undefined || instances.length < 2) return true;
+    return firstClaimer(job, instances) === this.#config.instance;
   }
 
   /** A fire came so late that earlier occurrences passed without one (a frozen process, a busy loop). */

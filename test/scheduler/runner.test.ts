@@ -3,7 +3,9 @@
  * so no test sleeps and a test can step the wall clock alone (`setNow`).
  */
 import { describe, expect, it, vi } from 'vitest';
+import { MemoryLockStore } from '../../src/ledger/memory-store.ts';
 import { isShutdownError, isUnknownJobError } from '../../src/scheduler/errors.ts';
+import { firstClaimer } from '../../src/scheduler/first-claims.ts';
 import type { ResolvedJob } from '../../src/scheduler/job.ts';
 import { JobSchedule } from '../../src/scheduler/occurrence.ts';
 import { JobRunner, runJobNow } from '../../src/scheduler/runner.ts';
@@ -451,6 +453,51 @@ describe('JobRunner: many jobs due at one instant', () => {
     await runner.stop();
     expect(new Set(probe.calls.map((call) => call.ctx.job)).size).toBe(30_200);
     expect(logger.fires().filter((line) => line.outcome === 'success')).toHaveLength(30_200);
+  });
+
+  it('on a fleet, each instance claims its own share of the burst first, then the rest', async () => {
+    const time = new FakeTimeProvider(start + 300);
+    /** Each claim as the store answered it: the asking instance and the job. */
+    const claims: Array<{ instance: string; job: string }> = [];
+    const store = new (class extends MemoryLockStore {
+      override async claimOccurrence(request: Parameters<MemoryLockStore['claimOccurrence']>[0]) {
+        const result = await super.claimOccurrence(request);
+        claims.push({ instance: request.instance, job: request.job });
+        return result;
+      }
+    })({ timeProvider: time });
+    const probe = new JobProbe(time);
+    const jobs = Array.from({ length: 1_000 }, (_, i) =>
+      resolvedJob({ name: `tenant-${i}`, schedule: '10 0 2 * * *', run: probe.run }),
+    );
+    const instances = ['a', 'b', 'c'];
+    const runners = instances.map(
+      (instance) =>
+        new JobRunner({
+          config: resolvedConfig(store, jobs, { instance }),
+          logger: new RecordingLogger(),
+          timeProvider: time,
+        }),
+    );
+    for (const runner of runners) await runner.start();
+    // A heartbeat later, each has read the registry with the others in it; the jobs are due at 02:00:10.
+    await time.advance(10_000);
+    await time.advance(1_000);
+    for (const runner of runners) await runner.stop();
+
+    expect(new Set(probe.calls.map((call) => call.ctx.job)).size).toBe(1_000);
+    expect(probe.calls).toHaveLength(1_000);
+    const shares = instances.map((instance) =>
+      jobs.filter((job) => firstClaimer(job.name, instances) === instance),
+    );
+    for (const [index, instance] of instances.entries()) {
+      const own = new Set(shares[index]!.map((job) => job.name));
+      expect(own.size).toBeGreaterThan(250);
+      const asked = claims.filter((claim) => claim.instance === instance);
+      // Its share first, then the others' jobs.
+      expect(asked.slice(0, own.size).every((claim) => own.has(claim.job))).toBe(true);
+      expect(asked.slice(own.size).some((claim) => own.has(claim.job))).toBe(false);
+    }
   });
 
   it('stopped while fires wait their turn: each of them logs its skip (shutdown), none is lost', async () => {
