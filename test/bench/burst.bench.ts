@@ -165,6 +165,8 @@ async function burst(
 ): Promise<{ instants: InstantResult[]; peakRss: number[] }> {
   const server = await setup.start();
   const directory = mkdtempSync(join(repoRoot, '.bench-burst-'));
+  /** How long each job's run lasts after it records its start. */
+  const jobMs = Number(process.env.BENCH_BURST_JOB_MS ?? 0);
   const records = join(directory, 'records.jsonl');
   const runs: SpawnedProcess[] = [];
   try {
@@ -186,8 +188,9 @@ import { defineConfig, defineJob } from 'resil';
 ${setup.storeSource}
 const jobs = [];
 for (let index = 0; index < ${jobs}; index++) {
-  jobs.push(defineJob({ name: 'tenant-' + index, schedule: '${schedule}', timezone: 'UTC', run: (ctx) => {
+  jobs.push(defineJob({ name: 'tenant-' + index, schedule: '${schedule}', timezone: 'UTC', run: async (ctx) => {
     appendFileSync(process.env.B_RECORDS, JSON.stringify({ job: index, startedAt: Date.now(), scheduledAt: ctx.scheduledAt.getTime() }) + '\\n');
+    if (${jobMs} > 0) await new Promise((resolve) => setTimeout(resolve, ${jobMs}));
   } }));
 }
 export default defineConfig({ store, jobs });
