@@ -1,3 +1,4 @@
+import { AsyncResource } from 'node:async_hooks';
 import { createRequire } from 'node:module';
 import pino, { type DestinationStream, type Logger } from 'pino';
 import { redactCredentials } from '../scheduler/credentials.ts';
@@ -14,15 +15,17 @@ export interface CreateLoggerOptions {
   destination?: DestinationStream;
   /**
    * Gathers lines and writes them together: once {@link bufferedBytes} wait, else
-   * {@link bufferedMs} after the first that waits, on `logger.flush()`, and at exit
-   * (`process.exit()`, an uncaught error, the end of the event loop). A burst of fires then costs
-   * a few writes instead of one per line; a `kill -9` loses what waits. Not with `pretty`.
+   * {@link bufferedMs} after the first that waits, on `logger.flush()` and a `fatal` line, and at
+   * exit (`process.exit()`, an uncaught error, the end of the event loop). A burst of fires then
+   * costs a few writes instead of one per line; an end without Node's `exit` event (`kill -9`, a
+   * signal the process does not handle, running out of memory) loses what waits. Not with
+   * `pretty`; for a synchronous `destination` (stdout's is).
    */
   buffered?: boolean;
 }
 
-/** A buffered logger writes once this much (UTF-16 code units) waits... */
-export const bufferedBytes = 8_192;
+/** A buffered logger writes at most this much (UTF-16 code units) at once, and once it waits... */
+export const bufferedBytes = 4_096;
 /** ... and at the latest this long after the first line that waits. */
 export const bufferedMs = 100;
 
@@ -81,11 +84,15 @@ export function createLogger(options: CreateLoggerOptions = {}): Logger {
 }
 
 /**
- * Lines gathered in memory and handed to `stream` together: at {@link bufferedBytes}, else
- * {@link bufferedMs} after the first, on `flush()` and at exit. stdout's writes stay synchronous,
- * so none is under way when the process exits, and the exit's write is whole.
+ * Lines gathered in memory and handed to `stream` together, each write at most
+ * {@link bufferedBytes} (a longer line alone): once that much waits, else {@link bufferedMs} after
+ * the first line, on `flush()` or `flushSync()` (pino's `fatal` calls it), and at exit. Meant for
+ * a synchronous destination (stdout's): then no write is under way when the process exits, and
+ * the exit's write is whole.
  */
-function gathered(stream: DestinationStream): DestinationStream & { flush(cb?: () => void): void } {
+function gathered(
+  stream: DestinationStream,
+): DestinationStream & { flush(cb?: () => void): void; flushSync(): void } {
   let waiting = '';
   let timer: NodeJS.Timeout | undefined;
   /** From the exit on, each line is written as it comes (`exit` listeners after this one log too). */
@@ -98,6 +105,17 @@ function gathered(stream: DestinationStream): DestinationStream & { flush(cb?: (
     waiting = '';
     stream.write(lines);
   };
+  const flushOnTimer = () => {
+    timer = undefined;
+    try {
+      flush();
+    } catch (error) {
+      // Not thrown into whatever code the timer happens to run after: said where it can be.
+      process.stderr.write(`resil: log lines could not be written: ${(error as Error).message}\n`);
+    }
+  };
+  // The timer runs in the context the logger was made in, not in that of the job that logged first.
+  const arm = AsyncResource.bind(() => setTimeout(flushOnTimer, bufferedMs).unref());
   process.on('exit', () => {
     exited = true;
     try {
@@ -112,14 +130,18 @@ function gathered(stream: DestinationStream): DestinationStream & { flush(cb?: (
         stream.write(line);
         return;
       }
+      // Each write at most bufferedBytes: one under the pipe's atomic size stays whole beside
+      // other processes writing to the same pipe.
+      if (waiting.length + line.length > bufferedBytes) flush();
       waiting += line;
       if (waiting.length >= bufferedBytes) flush();
-      else if (timer === undefined) timer = setTimeout(flush, bufferedMs).unref();
+      else timer ??= arm();
     },
     flush(cb?: () => void) {
       flush();
       cb?.();
     },
+    flushSync: flush,
   };
 }
 

@@ -6,8 +6,9 @@ import { bufferedBytes, bufferedMs, createLogger } from '../../src/cli/logger.ts
 
 function capture(options: { buffered?: boolean } = {}) {
   const lines: Array<Record<string, unknown>> = [];
-  /** How many lines each write to the destination carried. */
+  /** How many lines each write to the destination carried, and its length. */
   const writes: number[] = [];
+  const sizes: number[] = [];
   const destination = new Writable({
     write(chunk, _encoding, callback) {
       const parsed = chunk
@@ -17,10 +18,11 @@ function capture(options: { buffered?: boolean } = {}) {
         .map((line: string) => JSON.parse(line) as Record<string, unknown>);
       lines.push(...parsed);
       writes.push(parsed.length);
+      sizes.push(chunk.toString().length);
       callback();
     },
   });
-  return { lines, writes, logger: createLogger({ destination, level: 'debug', ...options }) };
+  return { lines, writes, sizes, logger: createLogger({ destination, level: 'debug', ...options }) };
 }
 
 describe('createLogger (resil run logs)', () => {
@@ -109,20 +111,30 @@ describe('createLogger({ buffered: true }) (resil run)', () => {
     expect(writes).toEqual([3]);
   });
 
-  it('writes at once when bufferedBytes wait, and on flush()', () => {
+  it('writes at most bufferedBytes at once, once that much waits; on flush() and a fatal line at once', () => {
     vi.useFakeTimers();
-    const { lines, writes, logger } = capture({ buffered: true });
+    const { lines, writes, sizes, logger } = capture({ buffered: true });
     const text = 'x'.repeat(1_000);
     let logged = 0;
     while (writes.length === 0) {
       logger.info({ text }, `line ${logged++}`);
-      expect(logged).toBeLessThanOrEqual(Math.ceil(bufferedBytes / text.length));
+      expect(logged).toBeLessThanOrEqual(Math.ceil(bufferedBytes / text.length) + 1);
     }
-    expect(writes).toEqual([logged]);
+    // The line that would have made the write longer than bufferedBytes waits for the next one.
+    expect(writes).toEqual([logged - 1]);
+    expect(sizes[0]).toBeLessThanOrEqual(bufferedBytes);
+    expect(sizes[0]! + text.length).toBeGreaterThan(bufferedBytes);
     logger.info('after');
     logger.flush();
-    expect(writes).toEqual([logged, 1]);
-    expect(lines.at(-1)).toMatchObject({ msg: 'after' });
+    expect(writes).toEqual([logged - 1, 2]);
+    logger.info('before the fatal line');
+    logger.fatal('fatal');
+    expect(writes).toEqual([logged - 1, 2, 2]);
+    expect(lines.map((line) => line.msg).slice(-2)).toEqual(['before the fatal line', 'fatal']);
+    // A line longer than bufferedBytes goes out alone.
+    logger.info({ text: 'y'.repeat(2 * bufferedBytes) }, 'long');
+    expect(writes.at(-1)).toBe(1);
+    expect(sizes.at(-1)).toBeGreaterThan(2 * bufferedBytes);
   });
 
   it('writes what waits when the process exits (process.exit(), an uncaught error, the end of the event loop), and what is logged on exit', () => {
