@@ -291,8 +291,8 @@ export class ConfigDriftWatch {
   readonly #logger: Pick<JobLogger, 'warn' | 'info'>;
   readonly #digestOnly: string;
   #drift: ReadonlyMap<string, DriftVariant[]> = new Map();
-  /** The live instances by the last registry read, this one included. */
-  #instances: readonly string[];
+  /** The live instances that run the same jobs by the last registry read, this one included. */
+  #sameJobsInstances: readonly string[];
   /** What was logged of each job in drift, to log again only when it changes. */
   readonly #logged = new Map<string, string>();
   #published: string;
@@ -307,14 +307,17 @@ export class ConfigDriftWatch {
     this.#registry = options.registry;
     this.#instance = options.instance;
     this.#logger = options.logger;
-    this.#instances = [this.#instance];
+    this.#sameJobsInstances = [this.#instance];
     this.#digestOnly = this.#own.publish({ fingerprints: false, definitionsOf: [] });
     this.#published = this.#digestOnly;
   }
 
-  /** The live instances by the last registry read (this one before the first), this one included. */
-  get instances(): readonly string[] {
-    return this.#instances;
+  /**
+   * The live instances that published the same definitions of the same jobs (the same digest) at
+   * the last registry read, this one included (alone before the first).
+   */
+  get sameJobsInstances(): readonly string[] {
+    return this.#sameJobsInstances;
   }
 
   /** The jobs this instance runs that live instances run with other definitions. */
@@ -331,7 +334,6 @@ export class ConfigDriftWatch {
   async next(): Promise<string> {
     const live = await this.#registry.listInstances();
     const others = live.filter((entry) => entry.instance !== this.#instance);
-    this.#instances = [this.#instance, ...others.map((entry) => entry.instance)];
     const found = findConfigDrift(
       [...others, { instance: this.#instance, definitions: this.#digestOnly }],
       this.#own,
@@ -343,6 +345,12 @@ export class ConfigDriftWatch {
       instance: entry.instance,
       parsed: parsePublishedDefinitions(entry.definitions),
     }));
+    this.#sameJobsInstances = [
+      this.#instance,
+      ...published
+        .filter(({ parsed }) => parsed?.digest === this.#own.digest)
+        .map(({ instance }) => instance),
+    ];
     const disagreeing = published.some(
       ({ parsed }) => parsed !== undefined && parsed.digest !== this.#own.digest,
     );

@@ -140,13 +140,14 @@ export class JobRunner {
    */
   readonly #held = new Fifo<HeldFire>();
   /**
-   * Held fires of jobs another live instance claims first ({@link firstClaimer}): started once
-   * none of {@link #held} waits, so that each instance of a fleet claims its own share of a burst
-   * first, and the rest when those occurrences have likely run (one read then answers).
+   * Fires of the current wake of jobs another live instance claims first ({@link firstClaimer}):
+   * held behind this wake's other fires once the wake is over (a microtask), so that each instance
+   * of a fleet claims its own share of a burst first, and the rest when those occurrences have
+   * likely run (one read then answers). Fires of a later wake still go after them.
    */
-  readonly #heldForLater = new Fifo<HeldFire>();
-  /** A `#startHeld` is queued (a microtask): the fires due in one wake are all held by then. */
-  #startHeldQueued = false;
+  readonly #heldAfterWake = new Fifo<HeldFire>();
+  /** The microtask that moves {@link #heldAfterWake} into {@link #held} is queued. */
+  #afterWakeQueued = false;
   /** Scheduled fires started and waiting for their first claim's answer. */
   #claiming = 0;
   /** True while `#startHeld` runs: a fire it starts may end at once and call it again. */
@@ -375,6 +376,7 @@ export class JobRunner {
     if (!wasRunning && this.#inFlight.size === 0) return;
 
     // Held fires start now, and end at once as the others not started do (skipped: shutdown).
+    this.#moveHeldAfterWake();
     this.#startHeld();
     const notStarted = new ShutdownError(
       'The job runner is stopping: the fire was dropped before the job started.',
@@ -503,10 +505,10 @@ export class JobRunner {
       }
       if (scheduledAt !== scheduled.dueAt) this.#reportUnfired(scheduled, last, scheduledAt);
       scheduled.handledThrough = scheduledAt;
-      if (!this.#claimsFirst(job.name)) {
+      if (!this.#claimsFirst(job)) {
         // After the wake: the fires it makes due that this instance claims first go before it.
-        this.#heldForLater.push({ firer: scheduled.firer, scheduledAt });
-        this.#startHeldSoon();
+        this.#heldAfterWake.push({ firer: scheduled.firer, scheduledAt });
+        this.#holdAfterWake();
       } else if (this.#claiming >= claimingFiresLimit || this.#held.size > 0) {
         this.#held.push({ firer: scheduled.firer, scheduledAt });
       } else {
@@ -558,10 +560,9 @@ export class JobRunner {
     if (this.#startingHeld) return;
     this.#startingHeld = true;
     try {
-      for (;;) {
+      while (this.#held.size > 0) {
         if (this.#claiming >= claimingFiresLimit && this.#state !== 'stopping') return;
-        const next = this.#held.shift() ?? this.#heldForLater.shift();
-        if (next === undefined) return;
+        const next = this.#held.shift()!;
         this.#fireScheduled(next.firer, next.scheduledAt);
       }
     } finally {
@@ -569,23 +570,33 @@ export class JobRunner {
     }
   }
 
-  #startHeldSoon(): void {
-    if (this.#startHeldQueued) return;
-    this.#startHeldQueued = true;
+  #holdAfterWake(): void {
+    if (this.#afterWakeQueued) return;
+    this.#afterWakeQueued = true;
     queueMicrotask(() => {
-      this.#startHeldQueued = false;
+      this.#afterWakeQueued = false;
+      this.#moveHeldAfterWake();
       this.#startHeld();
     });
   }
 
+  #moveHeldAfterWake(): void {
+    for (let next = this.#heldAfterWake.shift(); next !== undefined; next = this.#heldAfterWake.shift()) {
+      this.#held.push(next);
+    }
+  }
+
   /**
    * True when this instance claims the job first in a burst: alone, or the job's
-   * {@link firstClaimer} among the live instances of the instance registry's last read.
+   * {@link firstClaimer} among the live instances that run the same jobs (the instance registry's
+   * last read). A job without a lock runs on every instance, and without a run ledger only the
+   * lock keeps a second run out: neither waits.
    */
-  #claimsFirst(job: string): boolean {
-    const instances = this.#driftWatch?.instances;
+  #claimsFirst(job: ResolvedJob): boolean {
+    if (job.lock === false || this.#environment.ledger === undefined) return true;
+    const instances = this.#driftWatch?.sameJobsInstances;
     if (instances === undefined || instances.length < 2) return true;
-    return firstClaimer(job, instances) === this.#config.instance;
+    return firstClaimer(job.name, instances) === this.#config.instance;
   }
 
   /** A fire came so late that earlier occurrences passed without one (a frozen process, a busy loop). */

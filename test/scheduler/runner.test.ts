@@ -467,31 +467,39 @@ describe('JobRunner: many jobs due at one instant', () => {
       }
     })({ timeProvider: time });
     const probe = new JobProbe(time);
+    // Every 50th without a lock: each instance runs it, and starts it at once, within the wake.
     const jobs = Array.from({ length: 1_000 }, (_, i) =>
-      resolvedJob({ name: `tenant-${i}`, schedule: '10 0 2 * * *', run: probe.run }),
+      resolvedJob({
+        name: `tenant-${i}`,
+        schedule: '10 0 2 * * *',
+        ...(i % 50 === 0 ? { lock: false as const } : {}),
+        run: probe.run,
+      }),
     );
+    const locked = jobs.filter((job) => job.lock !== false);
     const instances = ['a', 'b', 'c'];
-    const runners = instances.map(
-      (instance) =>
-        new JobRunner({
-          config: resolvedConfig(store, jobs, { instance }),
-          logger: new RecordingLogger(),
-          timeProvider: time,
-        }),
-    );
-    for (const runner of runners) await runner.start();
+    const runner = (instance: string, only?: string[]) =>
+      new JobRunner({
+        config: resolvedConfig(store, jobs, { instance }),
+        logger: new RecordingLogger(),
+        timeProvider: time,
+        jobs: only,
+      });
+    // A fourth instance runs one job only: it takes no share of the others' burst.
+    const runners = [...instances.map((instance) => runner(instance)), runner('one-job', ['tenant-1'])];
+    for (const each of runners) await each.start();
     // A heartbeat later, each has read the registry with the others in it; the jobs are due at 02:00:10.
     await time.advance(10_000);
     await time.advance(1_000);
-    for (const runner of runners) await runner.stop();
+    for (const each of runners) await each.stop();
 
-    expect(new Set(probe.calls.map((call) => call.ctx.job)).size).toBe(1_000);
-    expect(probe.calls).toHaveLength(1_000);
-    const shares = instances.map((instance) =>
-      jobs.filter((job) => firstClaimer(job.name, instances) === instance),
-    );
-    for (const [index, instance] of instances.entries()) {
-      const own = new Set(shares[index]!.map((job) => job.name));
+    const ran = probe.calls.map((call) => call.ctx.job);
+    expect(new Set(ran).size).toBe(1_000);
+    expect(ran).toHaveLength(locked.length + 3 * (jobs.length - locked.length));
+    for (const instance of instances) {
+      const own = new Set(
+        locked.filter((job) => firstClaimer(job.name, instances) === instance).map((job) => job.name),
+      );
       expect(own.size).toBeGreaterThan(250);
       const asked = claims.filter((claim) => claim.instance === instance);
       // Its share first, then the others' jobs.
