@@ -14,7 +14,7 @@ export interface CreateLoggerOptions {
   /** Where lines go. Defaults to stdout (synchronous writes, so nothing is lost on exit). */
   destination?: DestinationStream;
   /**
-   * Gathers lines and writes them together: once {@link bufferedBytes} wait, else
+   * Gathers lines and writes them together: once {@link bufferedChars} wait, else
    * {@link bufferedMs} after the first that waits, on `logger.flush()` and a `fatal` line, and at
    * exit (`process.exit()`, an uncaught error, the end of the event loop). A burst of fires then
    * costs a few writes instead of one per line; an end without Node's `exit` event (`kill -9`, a
@@ -24,8 +24,11 @@ export interface CreateLoggerOptions {
   buffered?: boolean;
 }
 
-/** A buffered logger writes at most this much (UTF-16 code units) at once, and once it waits... */
-export const bufferedBytes = 4_096;
+/**
+ * A buffered logger writes at most this many characters (UTF-16 code units) at once, and once
+ * that many wait...
+ */
+export const bufferedChars = 4_096;
 /** ... and at the latest this long after the first line that waits. */
 export const bufferedMs = 100;
 
@@ -85,7 +88,7 @@ export function createLogger(options: CreateLoggerOptions = {}): Logger {
 
 /**
  * Lines gathered in memory and handed to `stream` together, each write at most
- * {@link bufferedBytes} (a longer line alone): once that much waits, else {@link bufferedMs} after
+ * {@link bufferedChars} (a longer line alone): once that much waits, else {@link bufferedMs} after
  * the first line, on `flush()` or `flushSync()` (pino's `fatal` calls it), and at exit. Meant for
  * a synchronous destination (stdout's): then no write is under way when the process exits, and
  * the exit's write is whole.
@@ -130,11 +133,11 @@ function gathered(
         stream.write(line);
         return;
       }
-      // Each write at most bufferedBytes: one under the pipe's atomic size stays whole beside
+      // Each write at most bufferedChars: one under the pipe's atomic size stays whole beside
       // other processes writing to the same pipe.
-      if (waiting.length + line.length > bufferedBytes) flush();
+      if (waiting.length + line.length > bufferedChars) flush();
       waiting += line;
-      if (waiting.length >= bufferedBytes) flush();
+      if (waiting.length >= bufferedChars) flush();
       else timer ??= arm();
     },
     flush(cb?: () => void) {

@@ -528,14 +528,10 @@ export class JobRunner {
         }
       };
     } catch (error) {
-      return this.#afterError(scheduled, now, error);
+      // Fires never throw (every error becomes a logged result): this only guards against a bug.
+      this.#logger.error({ job: job.name, err: error }, 'unexpected error in a fire');
+      return schedule.nextAfter(Math.max(now, scheduled.handledThrough));
     }
-  }
-
-  /** Fires never throw (every error becomes a logged result): this only guards against a bug. */
-  #afterError(scheduled: ScheduledJob, now: number, error: unknown): number | undefined {
-    this.#logger.error({ job: scheduled.job.name, err: error }, 'unexpected error in a fire');
-    return scheduled.schedule.nextAfter(Math.max(now, scheduled.handledThrough));
   }
 
   /** Starts a scheduled fire; once its first claim is answered, a held one may start. */

@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { bufferedBytes, bufferedMs, createLogger } from '../../src/cli/logger.ts';
+import { bufferedChars, bufferedMs, createLogger } from '../../src/cli/logger.ts';
 
 function capture(options: { buffered?: boolean } = {}) {
   const lines: Array<Record<string, unknown>> = [];
@@ -111,19 +111,19 @@ describe('createLogger({ buffered: true }) (resil run)', () => {
     expect(writes).toEqual([3]);
   });
 
-  it('writes at most bufferedBytes at once, once that much waits; on flush() and a fatal line at once', () => {
+  it('writes at most bufferedChars at once, once that much waits; on flush() and a fatal line at once', () => {
     vi.useFakeTimers();
     const { lines, writes, sizes, logger } = capture({ buffered: true });
     const text = 'x'.repeat(1_000);
     let logged = 0;
     while (writes.length === 0) {
       logger.info({ text }, `line ${logged++}`);
-      expect(logged).toBeLessThanOrEqual(Math.ceil(bufferedBytes / text.length) + 1);
+      expect(logged).toBeLessThanOrEqual(Math.ceil(bufferedChars / text.length) + 1);
     }
-    // The line that would have made the write longer than bufferedBytes waits for the next one.
+    // The line that would have made the write longer than bufferedChars waits for the next one.
     expect(writes).toEqual([logged - 1]);
-    expect(sizes[0]).toBeLessThanOrEqual(bufferedBytes);
-    expect(sizes[0]! + text.length).toBeGreaterThan(bufferedBytes);
+    expect(sizes[0]).toBeLessThanOrEqual(bufferedChars);
+    expect(sizes[0]! + text.length).toBeGreaterThan(bufferedChars);
     logger.info('after');
     logger.flush();
     expect(writes).toEqual([logged - 1, 2]);
@@ -131,10 +131,10 @@ describe('createLogger({ buffered: true }) (resil run)', () => {
     logger.fatal('fatal');
     expect(writes).toEqual([logged - 1, 2, 2]);
     expect(lines.map((line) => line.msg).slice(-2)).toEqual(['before the fatal line', 'fatal']);
-    // A line longer than bufferedBytes goes out alone.
-    logger.info({ text: 'y'.repeat(2 * bufferedBytes) }, 'long');
+    // A line longer than bufferedChars goes out alone.
+    logger.info({ text: 'y'.repeat(2 * bufferedChars) }, 'long');
     expect(writes.at(-1)).toBe(1);
-    expect(sizes.at(-1)).toBeGreaterThan(2 * bufferedBytes);
+    expect(sizes.at(-1)).toBeGreaterThan(2 * bufferedChars);
   });
 
   it('writes what waits when the process exits (process.exit(), an uncaught error, the end of the event loop), and what is logged on exit', () => {
