@@ -53,6 +53,13 @@ export interface KnownViewsOptions {
   readonly entryLimit?: number;
   /** A monotonic clock in ms (default `performance.now`). */
   readonly clock?: () => number;
+  /**
+   * Presume that a job this process knows nothing of has an empty ledger: the first claim of each
+   * scheduled fire (`recordFirst`) of such a job is decided on an empty view and written at once,
+   * checked against that view's version, without a read first. Wrong (the job has a ledger), it
+   * costs the store's check, and the process reads; once per job and process.
+   */
+  readonly presumeNew?: boolean;
 }
 
 interface KnownView extends Coverage {
@@ -92,12 +99,30 @@ export class KnownViews {
   readonly #limit: number;
   readonly #entryLimit: number;
   readonly #clock: () => number;
+  readonly #presumeNew: boolean;
+  /** The jobs a view was presumed new for (at most `limit`, the oldest forgotten). */
+  readonly #presumed = new Set<string>();
+  /** The latest the store's time is known to have reached, and the monotonic time it was seen at. */
+  #storeTime: { readonly storeTime: number; readonly seenAt: number } | undefined;
 
   constructor(options: KnownViewsOptions) {
     this.#versionOf = options.versionOf;
     this.#limit = options.limit ?? 10_000;
     this.#entryLimit = options.entryLimit ?? Number.POSITIVE_INFINITY;
     this.#clock = options.clock ?? (() => performance.now());
+    this.#presumeNew = options.presumeNew === true;
+  }
+
+  /**
+   * The store's time in a reply that came just now (ms, a fraction for microseconds): a view
+   * presumed new is decided at the latest time the store is known to have reached.
+   */
+  sawStoreTime(storeTime: number): void {
+    const seenAt = this.#clock();
+    const last = this.#storeTime;
+    if (last === undefined || storeTime >= last.storeTime + (seenAt - last.seenAt)) {
+      this.#storeTime = { storeTime, seenAt };
+    }
   }
 
   get size(): number {
@@ -106,19 +131,13 @@ export class KnownViews {
 
   /** The view `target`'s decision can be made on without reading, or `undefined`. */
   stored(target: ReadTarget): KnownStoredView | undefined {
-    const known = this.#views.get(idOf(target));
-    if (known === undefined) return undefined;
+    const id = idOf(target);
+    const known = this.#views.get(id);
+    if (known === undefined) return this.#presumedNew(target, id);
     if (target.operation === 'claimOccurrence' && !known.claims) return undefined;
     if (target.running === true && !known.running) return undefined;
     const { view } = known;
-    const elapsed = this.#clock() - known.seenAt;
-    let now = Math.max(view.now, Math.floor(known.storeTime + elapsed - clockSlackMs(elapsed)));
-    // A fire's claim, sent once its instant came by the process's estimate of the store's clock,
-    // which this time trails by the reply's way back: decided at the instant, which the store
-    // checks it has reached (else it refuses the write, and the process reads).
-    // Not a manual run's or a backfill's: their instant is this process's estimate of now.
-    const instant = target.recordFirst === true ? target.occurrences[0] : undefined;
-    if (instant !== undefined && instant > now && instant - now <= instantSlackMs) now = instant;
+    const now = decisionTime(target, known.storeTime, this.#clock() - known.seenAt, view.now);
     if (target.trim !== undefined && !historyCovers(known.history, now, target.trim)) return undefined;
     const stored = {
       view: { ...view, now },
@@ -127,6 +146,27 @@ export class KnownViews {
       ...(known.history === undefined ? {} : { history: known.history }),
     };
     return { stored, decidedAt: now, covers: { claims: known.claims, running: known.running } };
+  }
+
+  /**
+   * An empty view for the scheduled fire's claim of a job this process knows nothing of yet, once
+   * per job (see `presumeNew`): no lease on the key, no occurrence current, no records, no pause.
+   */
+  #presumedNew(target: ReadTarget, id: string): KnownStoredView | undefined {
+    const seen = this.#storeTime;
+    if (!this.#presumeNew || seen === undefined || this.#presumed.has(id)) return undefined;
+    if (target.operation !== 'claimOccurrence' || target.recordFirst !== true) return undefined;
+    this.#presumed.add(id);
+    if (this.#presumed.size > this.#limit) this.#presumed.delete(this.#presumed.values().next().value!);
+    const now = decisionTime(target, seen.storeTime, this.#clock() - seen.seenAt, 0);
+    const parts: VersionParts = { counter: '', owner: '', currentJob: '', currentAt: '', records: new Map() };
+    const stored = {
+      view: { now, paused: false, entries: new Map() },
+      version: this.#versionOf(parts, target.occurrences),
+      parts,
+      history: { total: 0, oldest: [] },
+    };
+    return { stored, decidedAt: now, covers: { claims: true, running: true } };
   }
 
   /**
@@ -152,6 +192,7 @@ export class KnownViews {
       this.forget(target);
       return;
     }
+    this.sawStoreTime(wrote.now);
     const now = Math.floor(wrote.now);
     const entries = new Map(view.entries);
     const records = new Map(parts.records);
@@ -245,6 +286,20 @@ export class KnownViews {
  */
 function clockSlackMs(elapsed: number): number {
   return Math.min(0.05 + elapsed / 10_000, 1);
+}
+
+/**
+ * The store time a decision on a view is made at: the store's time `storeTime` seen `elapsed` ms
+ * ago, plus that time less the drift slack, and no earlier than the view's own time. A fire's claim, sent once its instant came by the
+ * process's estimate of the store's clock, which this time trails by the reply's way back, is
+ * decided at the instant, which the store checks it has reached (else it refuses the write, and
+ * the process reads). Not a manual run's or a backfill's: their instant is this process's estimate
+ * of now.
+ */
+function decisionTime(target: ReadTarget, storeTime: number, elapsed: number, viewNow: number): number {
+  const now = Math.max(viewNow, Math.floor(storeTime + elapsed - clockSlackMs(elapsed)));
+  const instant = target.recordFirst === true ? target.occurrences[0] : undefined;
+  return instant !== undefined && instant > now && instant - now <= instantSlackMs ? instant : now;
 }
 
 /**

@@ -320,4 +320,52 @@ describe('KnownViews', () => {
     expect(historyCovers({ total: 50, oldest: [at - 8 * day] }, at, limits)).toBe(false);
     expect(historyCovers({ total: 50, oldest: [] }, at, limits)).toBe(false);
   });
+  it('presumes a job it knows nothing of new, for the first claim of a scheduled fire only, at the latest store time seen', () => {
+    let clock = 0;
+    const versionOf = (parts: VersionParts, occurrences: readonly number[]) =>
+      [
+        parts.counter,
+        parts.owner,
+        parts.currentJob,
+        parts.currentAt,
+        ...occurrences.map((o) => parts.records.get(o) ?? ''),
+      ].join('|');
+    const known = new KnownViews({ versionOf, clock: () => clock, presumeNew: true, limit: 2 });
+    // No store time seen yet: nothing to decide at.
+    expect(known.stored(claimTarget(at))).toBeUndefined();
+    known.sawStoreTime(at - 5_000.5);
+    // An earlier time seen later (a reply handled late) does not move it back.
+    clock += 1_000;
+    known.sawStoreTime(at - 4_500);
+    clock += 1_000;
+    // Not for a finish, a renewal, a manual run or a backfill (no record-first claim).
+    expect(known.stored(finishTarget(at))).toBeUndefined();
+    expect(known.stored({ ...claimTarget(at), recordFirst: false })).toBeUndefined();
+    const guess = known.stored(claimTarget(at))!;
+    // The store's time seen plus the 2 s since, less the drift slack: the instant is 3 s later.
+    expect(guess.decidedAt).toBe(at - 3_001);
+    expect(guess.stored.view).toEqual({ now: at - 3_001, paused: false, entries: new Map() });
+    expect(guess.stored.version).toBe(`||||`);
+    expect(guess.stored.history).toEqual({ total: 0, oldest: [] });
+    expect(guess.covers).toEqual({ claims: true, running: true });
+    // The empty view grants the claim (the store checks that the view is still what it presumed).
+    expect(decideClaim(guess.stored.view, { ...request(at), scheduledAt: at - 3_001 }).answer.status).toBe(
+      'granted',
+    );
+    // Once per job: refused, the claim reads; the next claims of the job read too.
+    expect(known.stored(claimTarget(at))).toBeUndefined();
+    // A fire's claim sent within 100 ms of its instant by the time seen is decided at the instant.
+    known.sawStoreTime(at - 40);
+    expect(known.stored({ ...claimTarget(at), job: 'other' })!.decidedAt).toBe(at);
+    // At most `limit` jobs are remembered as presumed: the oldest is presumed again.
+    expect(known.stored({ ...claimTarget(at), job: 'third' })).toBeDefined();
+    expect(known.stored({ ...claimTarget(at), job: 'other' })).toBeUndefined();
+    expect(known.stored(claimTarget(at))).toBeDefined();
+  });
+
+  it('presumes nothing unless asked to', () => {
+    const { known } = setUp();
+    known.sawStoreTime(at);
+    expect(known.stored(claimTarget(at))).toBeUndefined();
+  });
 });

@@ -286,8 +286,8 @@ return view
 /**
  * The write's ARGV: the job, the number of occurrences the read asked about, those, then the
  * version it read, the store time the decision was made at when it was made on a view the
- * process knew instead of one it read ('' for a read's), for a claim so made the job's counter
- * in that view ('' for none), the granted occurrence ('' for none),
+ * process knew instead of one it read ('' for a read's), for a claim so made '=' and the job's
+ * counter in that view (nothing after the '=' for a view presumed new; '' for none), the granted occurrence ('' for none),
  * its owner, its ttl ms, '1' when it takes the key's lease, the ttl ms the key's lease is renewed
  * for ('' for none), the key's release channel to release its lease and publish there ('' for none;
  * a channel is not a key: a client's key prefix does not apply), '1' to clear the current occurrence with it,
@@ -308,12 +308,13 @@ return view
 const ledgerWriteScript = `
 local asked = tonumber(ARGV[2])
 local got = false
--- A claim decided on a view the process knew: when the job's counter moved since, another write
--- came first, and the records asked about (when all are there) may answer the claim alone.
+-- A claim decided on a view the process knew ('=' and its counter, none for a view presumed new):
+-- when the job's counter moved since, another write came first, and the records asked about (when
+-- all are there) may answer the claim alone.
 local expected = ARGV[5 + asked]
 if expected ~= '' then
   got = redis.call('HMGET', KEYS[4], 'v', unpack(ARGV, 3, 2 + asked))
-  if (got[1] or '') ~= expected then
+  if (got[1] or '') ~= string.sub(expected, 2) then
     table.remove(got, 1)
     if allThere(got, asked) then return { 0, fmt(now), got } end
     return 0

@@ -127,6 +127,8 @@ export class RedisLockStore
   readonly #batches: LeaseBatches;
   /** The run ledger's decisions, on the two scripts below. */
   readonly #ledger: LedgerEngine;
+  /** What this process knows of the ledgers it wrote (see src/ledger/known-views.ts). */
+  readonly #known: KnownViews;
   /** The ledger's reads and conditional writes, many per script call (see {@link CallBatches}). */
   readonly #reads: CallBatches<LedgerCall, unknown>;
   readonly #writes: CallBatches<LedgerCall, unknown>;
@@ -199,13 +201,14 @@ export class RedisLockStore
       groupOf,
       limits: redisLedgerBatchLimits,
     });
+    this.#known = new KnownViews({ versionOf, entryLimit: ledgerReadLimit, presumeNew: true });
     this.#ledger = new LedgerEngine(
       {
         apply: compareAndWrite(
           'RedisLockStore',
           (target) => this.#readLedger(target),
           (target, _version, changes, onKnown, stored) => this.#writeLedger(target, stored, changes, onKnown),
-          new KnownViews({ versionOf, entryLimit: ledgerReadLimit }),
+          this.#known,
         ),
       },
       { claimsReadHistory: true },
@@ -338,6 +341,7 @@ export class RedisLockStore
   async now(): Promise<number> {
     const client = this.client;
     const [seconds, microseconds] = await this.#bounded.run('TIME', '', () => client.time());
+    this.#known.sawStoreTime(Number(seconds) * 1000 + Number(microseconds) / 1000);
     return serverMs(String(seconds), String(microseconds));
   }
 
@@ -398,7 +402,9 @@ export class RedisLockStore
       job,
       argv: readArguments(target),
     })) as LedgerReadReply;
-    return storedViewOf(reply, target);
+    const stored = storedViewOf(reply, target);
+    this.#known.sawStoreTime(stored.view.now);
+    return stored;
   }
 
   /** The ledger's conditional write of one job, decided on `stored` (see ledgerWrite in scripts.ts). */
@@ -415,8 +421,9 @@ export class RedisLockStore
       ...target.occurrences.map(String),
       stored.version!,
       onKnown === undefined ? '' : String(onKnown.decidedAt),
-      // A claim made on a known view: the counter it knew, for the records alone when it moved.
-      onKnown !== undefined && target.recordFirst === true ? onKnown.parts.counter : '',
+      // A claim made on a known view: '=' and the counter it knew ('' for none: a view presumed
+      // new), for the records alone when it moved.
+      onKnown !== undefined && target.recordFirst === true ? `=${onKnown.parts.counter}` : '',
       grant === undefined ? '' : String(grant.scheduledAt),
       grant?.owner ?? '',
       grant === undefined ? '' : pxTtl(grant.ttlMs),

@@ -52,7 +52,7 @@ describe.skipIf(privateRedisUnavailableReason())('RedisLockStore: what a claim r
     ...overrides,
   });
 
-  it("the claim of a new job's occurrence: the record and the counter, the rest of the view, then the grant; its finish: a write alone", async () => {
+  it("the claim of a new job's occurrence: a write alone, decided on an empty view presumed for a job this process knows nothing of; its finish: a write alone", async () => {
     // The scripts loaded first (a server's first use of one is EVALSHA, NOSCRIPT, then EVAL).
     const warmUp = await store.claimOccurrence(request({ job: 'warm-up', key: 'warm-up' }));
     if (warmUp.status === 'granted') await store.finishOccurrence(warmUp.lease, { outcome: 'success' });
@@ -63,17 +63,13 @@ describe.skipIf(privateRedisUnavailableReason())('RedisLockStore: what a claim r
     });
     if (claim?.status !== 'granted') throw new Error(JSON.stringify(claim));
     expect(claiming).toEqual({
-      evalsha: 2,
-      // The read: the record with the counter, the lease, the current occurrence, the pause, the
-      // queue, the record count; the write: the version's three parts again, the lease, the
-      // current occurrence, the token (a new key's counter is seeded from the script's TIME), the
-      // record, the index. Each script reads TIME once.
-      time: 2,
-      hmget: 4,
-      get: 2,
-      exists: 1,
-      zrange: 1,
-      zcard: 1,
+      evalsha: 1,
+      // The version of the empty view: the record with the counter (neither there), the lease,
+      // the current occurrence (the lease is free); then the lease, the current occurrence, the
+      // token (a new key's counter is seeded from the script's TIME), the record, the index.
+      time: 1,
+      hmget: 2,
+      get: 1,
       set: 2,
       hset: 2,
       incr: 1,
@@ -103,10 +99,9 @@ describe.skipIf(privateRedisUnavailableReason())('RedisLockStore: what a claim r
       if (claim.status !== 'granted') throw new Error(JSON.stringify(claim));
       await store.finishOccurrence(claim.lease, { outcome: 'success' });
     });
-    // The first claim finds no record: it read the view (the lease, the current occurrence, the
-    // pause, the queue) after the record.
-    expect(granting.get).toBeGreaterThanOrEqual(1);
-    expect(granting.exists).toBeGreaterThanOrEqual(1);
+    // The first claim of a job new to this process: a write on the view presumed empty, and the
+    // finish a write on the view that grant left.
+    expect(granting.evalsha).toBe(2);
 
     const done = await commandsOf(async () => {
       expect(await store.claimOccurrence(request())).toEqual({ status: 'skipped', reason: 'already-done' });
@@ -259,6 +254,63 @@ describe.skipIf(privateRedisUnavailableReason())('RedisLockStore: what a claim r
       status: 'skipped',
       reason: 'already-done',
     });
+  });
+
+  it('a job presumed new that has a ledger (another instance wrote it, or this process restarted): the write on the empty view is refused, and the claim reads and decides, once per job', async () => {
+    const job = { job: 'monthly', key: 'monthly' } as const;
+    const first = await store.claimOccurrence(request({ ...job, scheduledAt: at }));
+    if (first.status !== 'granted') throw new Error(JSON.stringify(first));
+    await store.finishOccurrence(first.lease, { outcome: 'success' });
+    // A process new to the job, which has seen the server's time.
+    const restarted = new RedisLockStore(client, { prefix: 'reads:' });
+    await restarted.now();
+    // The fire it missed: the refused write carries the record, which answers the claim (as the
+    // other instances of a fleet find each occurrence one instance ran).
+    const done = await commandsOf(async () => {
+      expect(await restarted.claimOccurrence(request({ ...job, scheduledAt: at }))).toEqual({
+        status: 'skipped',
+        reason: 'already-done',
+      });
+    });
+    expect(done).toEqual({ evalsha: 1, time: 1, hmget: 1 });
+    // Its next fire: no record yet, so the refused write answers nothing; then a read (the record,
+    // then the view, in one script) and the grant.
+    const restarted2 = new RedisLockStore(client, { prefix: 'reads:' });
+    await restarted2.now();
+    let next: Awaited<ReturnType<RedisLockStore['claimOccurrence']>> | undefined;
+    const claiming = await commandsOf(async () => {
+      next = await restarted2.claimOccurrence(request({ ...job, scheduledAt: at + 1_000 }));
+    });
+    if (next?.status !== 'granted') throw new Error(JSON.stringify(next));
+    expect(next.takeover).toBe(false);
+    expect(next.lease.token).toBeGreaterThan(first.lease.token);
+    expect(claiming.evalsha).toBe(3);
+    await restarted2.finishOccurrence(next.lease, { outcome: 'success' });
+    expect((await store.runHistory('monthly')).map((record) => record.outcome)).toEqual([
+      'success',
+      'success',
+    ]);
+  });
+
+  it('a job presumed new is not granted while a plain lock holds its key, nor while it is paused', async () => {
+    const fresh = new RedisLockStore(client, { prefix: 'reads:' });
+    await fresh.now();
+    // A plain lock on the key: the lease's owner is part of the version the write checks.
+    const token = await store.acquire('locked', 'someone', 10_000);
+    expect(token).toBeGreaterThan(0);
+    // With overlap 'skip', a key held elsewhere skips the fire.
+    expect(await fresh.claimOccurrence(request({ job: 'locked', key: 'locked' }))).toEqual({
+      status: 'skipped',
+      reason: 'overlap',
+    });
+    await store.release('locked', 'someone');
+    // A pause of a job never run seeds its counter: the empty view no longer matches.
+    await store.pauseJob('held', { key: 'held', by: 'ops' });
+    expect(await fresh.claimOccurrence(request({ job: 'held', key: 'held' }))).toEqual({
+      status: 'skipped',
+      reason: 'paused',
+    });
+    await store.resumeJob('held', { key: 'held' });
   });
 
   it("after a restart that lost the data, the job's counter starts from the server's time: a view known before never matches it again", async () => {
