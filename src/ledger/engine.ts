@@ -100,6 +100,8 @@ export type WriteReply =
       readonly records?: ReadonlyMap<number, string>;
       /** The job's counter after the write (`VersionParts.counter`), for the view known after it. */
       readonly counter?: string;
+      /** The key's last token after the write (`VersionParts.keyToken`), for the view known after it. */
+      readonly keyToken?: string;
     }
   | { readonly written: false; readonly stored?: StoredView };
 
@@ -150,10 +152,11 @@ export function compareAndWrite(
     }
     if (!reply.written) return reply.stored ?? null;
     if (known !== undefined) {
-      if (reply.now === undefined || reply.records === undefined || reply.counter === undefined) {
+      const { now, records, counter, keyToken } = reply;
+      if (now === undefined || records === undefined || counter === undefined || keyToken === undefined) {
         known.forget(target);
       } else {
-        const wrote = { ...reply, now: reply.now, records: reply.records, counter: reply.counter };
+        const wrote = { ...reply, now, records, counter, keyToken };
         known.remember(target, stored, changes, wrote, guess?.covers);
       }
     }

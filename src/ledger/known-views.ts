@@ -21,9 +21,8 @@ export interface VersionParts {
   readonly counter: string;
   /** The owner of the key's lease ('' when it is free). */
   readonly owner: string;
-  /** The key's current occurrence, of any job ('' for none). */
-  readonly currentJob: string;
-  readonly currentAt: string;
+  /** The last fencing token issued for the key ('' for none): it changes with every acquisition. */
+  readonly keyToken: string;
   /** The records of the view's entries as the store keeps them, by occurrence. */
   readonly records: ReadonlyMap<number, string>;
 }
@@ -38,6 +37,8 @@ export interface Wrote {
   readonly now: number;
   readonly records: ReadonlyMap<number, string>;
   readonly counter: string;
+  /** The key's last token after the write. */
+  readonly keyToken: string;
 }
 
 export interface KnownViewsOptions {
@@ -159,7 +160,7 @@ export class KnownViews {
     this.#presumed.add(id);
     if (this.#presumed.size > this.#limit) this.#presumed.delete(this.#presumed.values().next().value!);
     const now = decisionTime(target, seen.storeTime, this.#clock() - seen.seenAt, 0);
-    const parts: VersionParts = { counter: '', owner: '', currentJob: '', currentAt: '', records: new Map() };
+    const parts: VersionParts = { counter: '', owner: '', keyToken: '', records: new Map() };
     const stored = {
       view: { now, paused: false, entries: new Map() },
       version: this.#versionOf(parts, target.occurrences),
@@ -215,23 +216,17 @@ export class KnownViews {
       records.delete(entry.scheduledAt);
     }
     let { lease, current } = view;
-    let { owner, currentJob, currentAt } = parts;
+    let { owner } = parts;
     if (grant?.holdsKey === true) {
       lease = { owner: grant.owner, expiresAt: now + grant.ttlMs };
       owner = grant.owner;
       current = grant.scheduledAt;
-      currentJob = target.job;
-      currentAt = String(grant.scheduledAt);
     }
     if (renewKey !== undefined) lease = { owner: renewKey.owner, expiresAt: now + renewKey.ttlMs };
     if (releaseKey !== undefined) {
       lease = undefined;
       owner = '';
-      if (changes.current === releaseKey.scheduledAt) {
-        current = undefined;
-        currentJob = '';
-        currentAt = '';
-      }
+      if (changes.current === releaseKey.scheduledAt) current = undefined;
     }
     const history = stored.history && historyAfter(stored.history, changes);
     // Only what a decision looks at is kept: the current, queued and running entries whole (with
@@ -261,7 +256,7 @@ export class KnownViews {
       },
       storeTime: wrote.now,
       seenAt: this.#clock(),
-      parts: { counter: wrote.counter, owner, currentJob, currentAt, records },
+      parts: { counter: wrote.counter, owner, keyToken: wrote.keyToken, records },
       claims,
       running,
       ...(history === undefined ? {} : { history }),

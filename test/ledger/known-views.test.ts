@@ -41,13 +41,9 @@ const request = (scheduledAt: number) => ({
 function setUp() {
   let clock = 0;
   const versionOf = (parts: VersionParts, occurrences: readonly number[]) =>
-    [
-      parts.counter,
-      parts.owner,
-      parts.currentJob,
-      parts.currentAt,
-      ...occurrences.map((o) => parts.records.get(o) ?? ''),
-    ].join('|');
+    [parts.counter, parts.owner, parts.keyToken, ...occurrences.map((o) => parts.records.get(o) ?? '')].join(
+      '|',
+    );
   const known = new KnownViews({ versionOf, clock: () => clock, limit: 3 });
   return { known, advance: (ms: number) => (clock += ms) };
 }
@@ -55,7 +51,7 @@ function setUp() {
 /** A read of a job without records: the key free, counter 4. */
 function emptyRead(now: number): StoredView {
   const view: LedgerView = { now, paused: false, entries: new Map() };
-  const parts: VersionParts = { counter: '4', owner: '', currentJob: '', currentAt: '', records: new Map() };
+  const parts: VersionParts = { counter: '4', owner: '', keyToken: '', records: new Map() };
   return { view, version: 'read', parts, history: { total: 0, oldest: [] } };
 }
 
@@ -82,6 +78,7 @@ describe('KnownViews', () => {
         now,
         records: new Map([[at, record]]),
         counter: '5',
+        keyToken: '77',
       });
       return views;
     };
@@ -100,7 +97,7 @@ describe('KnownViews', () => {
       token: 77,
       owner: 'owner-a',
     });
-    expect(guess.stored.version).toBe(`5|owner-a|report|${at}|{"token":"77",...}`);
+    expect(guess.stored.version).toBe(`5|owner-a|77|{"token":"77",...}`);
     expect(guess.stored.history).toEqual({ total: 1, oldest: [at] });
     // No time has passed: the decision is made at the write's time, never before it.
     expect(granted(at + 6, '{}').known.stored(finishTarget(at))!.decidedAt).toBe(at + 6);
@@ -123,6 +120,7 @@ describe('KnownViews', () => {
       now: at + 6,
       records: new Map([[at, 'granted']]),
       counter: '5',
+      keyToken: '77',
     });
     const lease = {
       job: 'report',
@@ -139,7 +137,7 @@ describe('KnownViews', () => {
       finishTarget(at),
       onFinish.stored,
       writeChanges(onFinish.stored, finish.changes),
-      { now: at + 40, records: new Map([[at, 'finished']]), counter: '6' },
+      { now: at + 40, records: new Map([[at, 'finished']]), counter: '6', keyToken: '77' },
       onFinish.covers,
     );
     advance(1_000);
@@ -148,7 +146,7 @@ describe('KnownViews', () => {
     expect(next.stored.view.current).toBeUndefined();
     // The finished record stays while a trim may drop it (it is among the oldest), else it goes.
     expect([...next.stored.view.entries.keys()]).toEqual([at]);
-    expect(next.stored.version).toBe('6||||');
+    expect(next.stored.version).toBe('6||77|');
     expect(decideClaim(next.stored.view, request(at + 1_000)).answer).toMatchObject({ status: 'granted' });
     // 1,000 ms after a write at +40, the store's time is taken to be +1,039 (0.15 ms less, for
     // the clocks' drift): a fire's claim of an instant up to 100 ms later is decided at that
@@ -173,7 +171,7 @@ describe('KnownViews', () => {
       finishTarget(at),
       read,
       { put: [], drop: [], current: undefined },
-      { now: at, records: new Map(), counter: '5' },
+      { now: at, records: new Map(), counter: '5', keyToken: '77' },
     );
     expect(known.stored(claimTarget(at))).toBeUndefined();
     // Nor after a write decided on that view: it still holds no queue nor pause.
@@ -182,7 +180,7 @@ describe('KnownViews', () => {
       finishTarget(at),
       onFinish.stored,
       { put: [], drop: [], current: undefined },
-      { now: at, records: new Map(), counter: '6' },
+      { now: at, records: new Map(), counter: '6', keyToken: '77' },
       onFinish.covers,
     );
     expect(known.stored(claimTarget(at))).toBeUndefined();
@@ -192,7 +190,7 @@ describe('KnownViews', () => {
       claimTarget(at),
       read,
       { put: [], drop: [], current: undefined },
-      { now: at, records: new Map(), counter: '5' },
+      { now: at, records: new Map(), counter: '5', keyToken: '77' },
     );
     expect(known.stored({ ...claimTarget(at), running: true })).toBeUndefined();
     expect(known.stored(claimTarget(at))).toBeDefined();
@@ -203,7 +201,7 @@ describe('KnownViews', () => {
       claimTarget(at),
       { view: read.view, recordOnly: true },
       { put: [], drop: [], current: undefined },
-      { now: at, records: new Map(), counter: '5' },
+      { now: at, records: new Map(), counter: '5', keyToken: '77' },
     );
     expect(known.size).toBe(0);
     for (const job of ['a', 'b', 'c', 'd']) {
@@ -211,7 +209,7 @@ describe('KnownViews', () => {
         { ...claimTarget(at), job },
         read,
         { put: [], drop: [], current: undefined },
-        { now: at, records: new Map(), counter: '5' },
+        { now: at, records: new Map(), counter: '5', keyToken: '77' },
       );
     }
     expect(known.size).toBe(3);
@@ -228,7 +226,7 @@ describe('KnownViews', () => {
       return {
         view: { now: at, paused: false, entries: new Map(ats.map((each) => [each, queued(each)])) },
         version: 'read',
-        parts: { counter: '4', owner: '', currentJob: '', currentAt: '', records: new Map() },
+        parts: { counter: '4', owner: '', keyToken: '', records: new Map() },
       };
     };
     const unchanged = { put: [], drop: [], current: undefined };
@@ -237,6 +235,7 @@ describe('KnownViews', () => {
       now: at,
       records: new Map([at, at + 5_000, at + 6_000].map((each) => [each, '{}'])),
       counter: '5',
+      keyToken: '77',
     };
     const { trim: _, ...target } = claimTarget(at);
     const adding = (...ats: number[]) => ({
@@ -282,8 +281,7 @@ describe('KnownViews', () => {
       parts: {
         counter: '15',
         owner: '',
-        currentJob: '',
-        currentAt: '',
+        keyToken: '',
         records: new Map(ats.map((each) => [each, JSON.stringify(done(each))])),
       },
       history: { total: 15, oldest: ats },
@@ -296,6 +294,7 @@ describe('KnownViews', () => {
         now: at + 20_000,
         records: new Map(),
         counter: '16',
+        keyToken: '77',
       },
     );
     // Fifteen records, all read: the view keeps the ten oldest, as a trim sees them.
@@ -326,8 +325,7 @@ describe('KnownViews', () => {
       [
         parts.counter,
         parts.owner,
-        parts.currentJob,
-        parts.currentAt,
+        parts.keyToken,
         ...occurrences.map((o) => parts.records.get(o) ?? ''),
       ].join('|');
     const known = new KnownViews({ versionOf, clock: () => clock, presumeNew: true, limit: 2 });
@@ -345,7 +343,7 @@ describe('KnownViews', () => {
     // The store's time seen plus the 2 s since, less the drift slack: the instant is 3 s later.
     expect(guess.decidedAt).toBe(at - 3_001);
     expect(guess.stored.view).toEqual({ now: at - 3_001, paused: false, entries: new Map() });
-    expect(guess.stored.version).toBe(`||||`);
+    expect(guess.stored.version).toBe('|||');
     expect(guess.stored.history).toEqual({ total: 0, oldest: [] });
     expect(guess.covers).toEqual({ claims: true, running: true });
     // The empty view grants the claim (the store checks that the view is still what it presumed).

@@ -128,17 +128,19 @@ return { owner, redis.call('GET', KEYS[2]) or '0', redis.call('PTTL', KEYS[1]), 
  * trim), the oldest occurrences (with a trim: those past the retention, and one more than the
  * record limit's excess), the occurrences read, their records (JSON, or false),
  * the version, then the parts the version is a digest of, as read: the job's counter, the key's
- * current job and occurrence ('' for none) }. The version is a digest of the job's counter, the
- * key's lease owner, its current occurrence while the lease is free, and the records asked about:
- * what the write checks again to tell whether anything the decision read has changed (three
- * commands, two under a lease). The counter covers the rest (the queue, the pause, the other records): whatever
- * changes them increments it. The lease owner and `current` are checked apart because a plain
- * acquire, a release or an expiry changes them without a ledger write, and the records asked
- * about because an instance of a release before the counter writes them without incrementing it.
- * `current` changes only with the owner: a grant sets both (its owner is new: one per claim), an
- * acquire sets the owner and clears `current`, a release clears the owner; while one owner holds
- * the lease, `current` stays as it was. Only a free lease (a release, an expiry) leaves the owner
- * the same ('') while `current` may change.
+ * last token ('' for none) }. The version is a digest of the job's counter, the key's lease owner,
+ * its last token while the lease is free, and the records asked about: what the write checks again
+ * to tell whether anything the decision read has changed (two commands: an `MGET` of the lease and
+ * the token, an `HMGET` of the counter and the records). The counter covers the rest of the job's
+ * ledger (the queue, the pause, the other records): whatever changes them increments it. The
+ * lease and the token are checked apart because a plain acquire, a release or an expiry changes
+ * them without a ledger write, and the records asked about because an instance of a release
+ * before the counter writes them without incrementing it. The key's `current` occurrence, which a
+ * decision reads, is not part of the version: it changes only with an acquisition, which issues a
+ * token and takes the lease (a grant sets it, a plain acquire clears it), or with the release of
+ * the lease that set it. While the lease is held, its owner tells any change (a new owner for
+ * each acquisition, none after a release); while it is free (released, or expired), the token
+ * does: every acquisition since increments it, and a release needs one.
  */
 /** How many queued (and running) occurrences a claim's read returns at most, the oldest. */
 export const ledgerReadLimit = 1000;
@@ -157,10 +159,10 @@ const ledgerReadBlock = `
 local function fmt(value) return string.format('%d', value) end
 
 -- The version of what a decision read (see above): records are those of the occurrences asked about.
--- The key's current occurrence counts only while its lease is free: it changes only with the owner.
-local function digestOf(counter, owner, current, records, asked)
-  local parts = { counter or '', owner or '', owner and '' or current[1] or '', owner and '' or current[2] or '' }
-  for i = 1, asked do parts[4 + i] = records[i] or '' end
+-- The key's token counts only while its lease is free (an acquisition changes the owner too).
+local function digestOf(counter, owner, keyToken, records, asked)
+  local parts = { counter or '', owner or '', owner and '' or keyToken or '' }
+  for i = 1, asked do parts[3 + i] = records[i] or '' end
   return redis.sha1hex(table.concat(parts, '\\n'))
 end
 
@@ -194,7 +196,8 @@ local function readView(KEYS, ARGV, now)
     end
   end
   local claim, running = kind == 'claim' or kind == 'claim-running', kind == 'claim-running'
-  local owner = redis.call('GET', KEYS[1])
+  local lease = redis.call('MGET', KEYS[1], KEYS[2])
+  local owner, keyToken = lease[1], lease[2]
   local pttl = owner and redis.call('PTTL', KEYS[1]) or -2
   local current = redis.call('HMGET', KEYS[3], 'job', 'at')
   local currentAt = current[1] == job and current[2] or false
@@ -256,24 +259,23 @@ local function readView(KEYS, ARGV, now)
   end
   local askedRecords = {}
   for i = 1, asked do askedRecords[i] = records[fieldIndex[ARGV[5 + i]]] end
-  local version = digestOf(counter, owner, current, askedRecords, asked)
+  local version = digestOf(counter, owner, keyToken, askedRecords, asked)
   return {
     owner or false, pttl, currentAt, paused, total, oldest, fields, records, version,
-    counter or '', current[1] or '', current[2] or '',
+    counter or '', keyToken or '',
   }
 end
 
 -- The version of what the decision for ARGV (a job, the number of occurrences asked about, those)
--- read, as it is now. Returns it, the position of the first ARGV after those, and the job's counter.
+-- read, as it is now. Returns it, the position of the first ARGV after those, the job's counter and
+-- the key's token (false for none).
 -- \`got\`: the job's counter and those records, when the caller read them already.
 local function versionNow(KEYS, ARGV, got)
   local asked = tonumber(ARGV[2])
-  local owner = redis.call('GET', KEYS[1])
-  -- Under a lease, the key's current occurrence is that lease's: not part of the version.
-  local current = owner and {} or redis.call('HMGET', KEYS[3], 'job', 'at')
+  local lease = redis.call('MGET', KEYS[1], KEYS[2])
   local records = got or redis.call('HMGET', KEYS[4], 'v', unpack(ARGV, 3, 2 + asked))
   local counter = table.remove(records, 1)
-  return digestOf(counter, owner, current, records, asked), 3 + asked, counter
+  return digestOf(counter, lease[1], lease[2], records, asked), 3 + asked, counter, lease[2]
 end
 `;
 
@@ -320,7 +322,7 @@ if expected ~= '' then
     return 0
   end
 end
-local version, at, counter = versionNow(KEYS, ARGV, got)
+local version, at, counter, keyToken = versionNow(KEYS, ARGV, got)
 if version ~= ARGV[at] then return 0 end
 -- A decision made on a view the process knew rather than read: made at a time no later than now,
 -- nor more than ${knownViewClockToleranceMs} ms before it.
@@ -339,12 +341,14 @@ local renewTtl, releaseChannel, clearCurrent = ARGV[at + 5], ARGV[at + 6], ARGV[
 local puts, drops = tonumber(ARGV[at + 8]), tonumber(ARGV[at + 9])
 local token = -1
 if grantAt ~= '' then
-  token = redis.call('INCR', KEYS[2])
-  if token == 1 then
-    -- Seeded as an acquire's is, from the batch's TIME.
+  if keyToken then
+    token = redis.call('INCR', KEYS[2])
+  else
+    -- A new key's counter, seeded as an acquire's is, from the batch's TIME.
     token = nowMicros
     redis.call('SET', KEYS[2], fmt(token))
   end
+  keyToken = fmt(token)
   if holdsKey then
     redis.call('SET', KEYS[1], grantOwner, 'PX', grantTtl)
     redis.call('HSET', KEYS[3], 'job', ARGV[1], 'at', grantAt)
@@ -387,7 +391,7 @@ if drops > 0 then
   if #queued > 0 then redis.call('ZREM', KEYS[6], unpack(queued)) end
   if #succeeded > 0 then redis.call('ZREM', KEYS[7], unpack(succeeded)) end
 end
-return { token, fmt(nowMicros), nextCounter }
+return { token, fmt(nowMicros), nextCounter, keyToken or '' }
 `;
 
 /** KEYS: index, occurrences. ARGV: limit (>= 1). Returns the records (JSON), newest first. */

@@ -478,7 +478,10 @@ export class RedisLockStore
       key: target.key,
       job: target.job,
       argv,
-    })) as 0 | [token: number, now: string, counter: string] | [refused: 0, now: string, records: string[]];
+    })) as
+      | 0
+      | [token: number, now: string, counter: string, keyToken: string]
+      | [refused: 0, now: string, records: string[]];
     if (reply === 0) return { written: false };
     if (reply[0] === 0) {
       // Another write came first: the records asked about, as a record-first read returns them.
@@ -493,13 +496,13 @@ export class RedisLockStore
       };
     }
     // The store's time in microseconds: the known view's time to the microsecond.
-    const [token, micros, counter] = reply as [number, string, string];
+    const [token, micros, counter, keyToken] = reply as [number, string, string, string];
     const now = Number(micros) / 1000;
-    if (token < 0) return { written: true, now, records, counter };
+    if (token < 0) return { written: true, now, records, counter, keyToken };
     // The grant's record as the script wrote it: with its token first (see ledgerWrite in scripts.ts).
     const granted = records.get(grant!.scheduledAt)!;
     records.set(grant!.scheduledAt, `{"token":"${token}",${granted.slice(1)}`);
-    return { written: true, token, now, records, counter };
+    return { written: true, token, now, records, counter, keyToken };
   }
 
   /** The job's occurrences under `key` (defaults to the job's name), newest first, at most `limit` (20). */
@@ -886,8 +889,7 @@ type LedgerReadReply = [
   records: Array<string | null>,
   version: string,
   counter: string,
-  currentJob: string,
-  currentAt: string,
+  keyToken: string,
 ];
 
 function storedViewOf(reply: LedgerReadReply, target: ReadTarget): StoredView {
@@ -911,8 +913,8 @@ function storedViewOf(reply: LedgerReadReply, target: ReadTarget): StoredView {
   };
   // An empty version: the records asked about alone were read (see ledgerRead in scripts.ts).
   if (version === '') return { view, recordOnly: true };
-  const [, , , , , , , , , , counter, currentJob, currentAt] = reply;
-  const parts: VersionParts = { counter, owner: owner ?? '', currentJob, currentAt, records: raw };
+  const [, , , , , , , , , , counter, keyToken] = reply;
+  const parts: VersionParts = { counter, owner: owner ?? '', keyToken, records: raw };
   if (target.trim === undefined) return { view, version, parts };
   const history = { total, oldest: oldest.map(Number).filter((at) => entries.has(at)) };
   return { view, version, history, parts };
@@ -924,9 +926,9 @@ function storedViewOf(reply: LedgerReadReply, target: ReadTarget): StoredView {
  */
 function versionOf(parts: VersionParts, occurrences: readonly number[]): string {
   const { counter, owner, records } = parts;
-  // The key's current occurrence counts only while its lease is free (see ledgerRead in scripts.ts).
-  const [currentJob, currentAt] = owner === '' ? [parts.currentJob, parts.currentAt] : ['', ''];
-  const lines = [counter, owner, currentJob, currentAt, ...occurrences.map((at) => records.get(at) ?? '')];
+  // The key's token counts only while its lease is free (see ledgerRead in scripts.ts).
+  const keyToken = owner === '' ? parts.keyToken : '';
+  const lines = [counter, owner, keyToken, ...occurrences.map((at) => records.get(at) ?? '')];
   return createHash('sha1').update(lines.join('\n')).digest('hex');
 }
 

@@ -64,15 +64,14 @@ describe.skipIf(privateRedisUnavailableReason())('RedisLockStore: what a claim r
     if (claim?.status !== 'granted') throw new Error(JSON.stringify(claim));
     expect(claiming).toEqual({
       evalsha: 1,
-      // The version of the empty view: the record with the counter (neither there), the lease,
-      // the current occurrence (the lease is free); then the lease, the current occurrence, the
-      // token (a new key's counter is seeded from the script's TIME), the record, the index.
+      // The version of the empty view: the record with the counter (neither there), the lease with
+      // the key's token (neither there); then the lease, the current occurrence, the token (a new
+      // key's counter, seeded from the script's TIME), the record, the index.
       time: 1,
-      hmget: 2,
-      get: 1,
+      hmget: 1,
+      mget: 1,
       set: 2,
       hset: 2,
-      incr: 1,
       zadd: 1,
     });
     const { lease } = claim;
@@ -80,11 +79,11 @@ describe.skipIf(privateRedisUnavailableReason())('RedisLockStore: what a claim r
     expect(finishing).toEqual({
       evalsha: 1,
       time: 1,
-      // The version's parts under a lease (its owner; the records with the counter: the current
-      // occurrence is the lease's), the record, the index of successes, the lease freed with the
-      // current occurrence (one DEL), its release published. Not the index of running occurrences:
-      // its record says it never joined it (granted to a claim with a concurrency of 1).
-      get: 1,
+      // The version's parts (the lease with the key's token; the records with the counter), the
+      // record, the index of successes, the lease freed with the current occurrence (one DEL), its
+      // release published. Not the index of running occurrences: its record says it never joined
+      // it (granted to a claim with a concurrency of 1).
+      mget: 1,
       hmget: 1,
       hset: 1,
       zadd: 1,
@@ -144,9 +143,10 @@ describe.skipIf(privateRedisUnavailableReason())('RedisLockStore: what a claim r
     const again = await commandsOf(async () => {
       expect(await store.claimOccurrence(queued)).toMatchObject({ status: 'wait', runningElsewhere: false });
     });
-    // The record first (one script), then the view (a second): the lease, the pause, the queue.
+    // The record first (one script), then the view (a second): the lease with the key's token, the
+    // pause, the queue.
     expect(again.evalsha).toBe(2);
-    expect(again.get).toBeGreaterThanOrEqual(1);
+    expect(again.mget).toBeGreaterThanOrEqual(1);
     expect(again.exists).toBe(1);
     if (holder.status === 'granted') await store.finishOccurrence(holder.lease, { outcome: 'success' });
   });

@@ -258,8 +258,8 @@ describe.skipIf(privateRedisUnavailableReason())('RedisLockStore on a private Re
         1,
         String(at),
       ])) as string[][];
-      // The version, before the parts it is a digest of.
-      return reply!.at(-4)!;
+      // The version, before the parts it is a digest of (the job's counter, the key's token).
+      return reply!.at(-3)!;
     };
     // A write that puts nothing: the version check alone (replies -1 when written, 0 when refused).
     // `decidedAt`: the store time a decision made on a view the process knew was made at.
@@ -305,22 +305,26 @@ describe.skipIf(privateRedisUnavailableReason())('RedisLockStore on a private Re
     const locked = await read('locked');
     await store.acquire('locked', 'someone', ttl);
     expect(await write('locked', locked)).toBe(0);
-    // Under a lease, the key's current occurrence is that lease's: the owner alone is checked, and
-    // another owner since is a change.
+    // Under a lease, the owner alone is checked (each acquisition has its own), and another owner
+    // since is a change.
     expect(await write('locked', await read('locked'))).toBe(-1);
     const held = await read('locked');
     await store.release('locked', 'someone');
     await store.acquire('locked', 'another', ttl);
     expect(await write('locked', held)).toBe(0);
-    // A free lease (expired: its key gone, the current occurrence left): the current occurrence is
-    // checked, as another job's grant and release under the same key change it.
-    await admin.del(keys.lease('expired'));
-    await admin.hset(keys.current('expired'), 'job', 'expired', 'at', String(at));
+    // A free lease (released, or expired): the key's token is checked. Any acquisition since
+    // increments it, such as another job's grant under the same key whose lease then ran out
+    // (leaving its occurrence current), or a plain lock taken and released.
+    const free = await read('expired');
+    await admin.incr(keys.token('expired'));
+    await admin.hset(keys.current('expired'), 'job', 'other', 'at', String(at));
+    expect(await write('expired', free)).toBe(0);
     const expired = await read('expired');
     expect(await write('expired', expired)).toBe(-1);
-    const left = await read('expired');
-    await admin.del(keys.current('expired'));
-    expect(await write('expired', left)).toBe(0);
+    const released = await read('expired');
+    await store.acquire('expired', 'someone', ttl);
+    await store.release('expired', 'someone');
+    expect(await write('expired', released)).toBe(0);
     // As an instance of an earlier release writes a record: without the job's counter.
     const recorded = await read('recorded');
     await admin.hset(keys.occurrences('recorded', 'recorded'), String(at), '{"outcome":"running"}');
@@ -331,10 +335,12 @@ describe.skipIf(privateRedisUnavailableReason())('RedisLockStore on a private Re
   it("sends one command per lock operation and per ledger query, a conditional write alone for a new job's claim and for the renewal and finish that follow it (MONITOR)", async () => {
     const store = new RedisLockStore(client, { prefix: 'count:' });
     const round = async (name: string) => {
-      await store.acquire(name, 'a', ttl);
-      await store.renew(name, 'a', ttl);
-      await store.inspect(name);
-      await store.release(name, 'a');
+      // A plain lock on a key of its own: one on the job's key would leave a token there, and the
+      // claim of the job, presumed new, would then read.
+      await store.acquire(`lock-${name}`, 'a', ttl);
+      await store.renew(`lock-${name}`, 'a', ttl);
+      await store.inspect(`lock-${name}`);
+      await store.release(`lock-${name}`, 'a');
       const lease = await grantOf(store, { job: name });
       await store.renewOccurrence(lease, ttl);
       await store.finishOccurrence(lease, { outcome: 'success' });
