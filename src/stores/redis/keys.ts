@@ -32,7 +32,7 @@ type LedgerKeySuffix = (typeof ledgerKeySuffixes)[number];
  * | `<prefix>{<key>}:occ:<job>` | hash | `scheduledAt` -> the occurrence's record (JSON): public fields, plus `owner`, `expiresAt` (its lease while `running`, judged against `TIME`), `cancelled`, `queuedUntil`, `unindexed` (a running occurrence not in `running:<job>`: its finish leaves that index alone); and `v`, a counter every run ledger write, pause and resume of the job increments (a write made on a read checks it) |
  * | `<prefix>{<key>}:idx:<job>` | sorted set | every recorded occurrence, scored by `scheduledAt`: history order, trimming |
  * | `<prefix>{<key>}:queue:<job>` | sorted set | queued (buffered) occurrences, scored by `scheduledAt`; their deadline is in the record |
- * | `<prefix>{<key>}:succeeded:<job>` | sorted set | occurrences whose record says `success`, scored by `scheduledAt` (`lastCompleted`) |
+ * | `<prefix>{<key>}:succeeded:<job>` | sorted set | written by earlier releases only (occurrences that succeeded); this one reads the records instead (`lastCompleted`) |
  * | `<prefix>{<key>}:running:<job>` | sorted set | occurrences granted to a claim with a `concurrency` above 1 and still `running`, scored by `scheduledAt`: such a claim reads them all |
  * | `<prefix>{<key>}:paused:<job>` | hash | `pausedAt`, `by`, `reason`: the job's pause, while it is paused (`pauseJob`); read by every claim |
  * | `<prefix>{instances}:registry` | hash | instance name -> `<lastSeenAt> <info JSON>`: what each `resil run` registered (`registerInstance`) |
@@ -74,10 +74,6 @@ export class RedisKeys {
 
   queue(key: string, job: string): string {
     return this.#ofKey(key, ':queue:', job);
-  }
-
-  succeeded(key: string, job: string): string {
-    return this.#ofKey(key, ':succeeded:', job);
   }
 
   running(key: string, job: string): string {

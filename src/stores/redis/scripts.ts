@@ -293,10 +293,11 @@ return view
  * its owner, its ttl ms, '1' when it takes the key's lease, the ttl ms the key's lease is renewed
  * for ('' for none), the key's release channel to release its lease and publish there ('' for none;
  * a channel is not a key: a client's key prefix does not apply), '1' to clear the current occurrence with it,
- * the number of records put, the number dropped, then 6 per put (occurrence, record JSON, '1' when
- * new to the index, queue, succeeded and running index: '1' add, '-1' remove, '0' leave) and 3 per
- * drop (occurrence, '1' when queued, '1' when succeeded; a dropped occurrence is never running, and
- * left the running index when it stopped running).
+ * the number of records put, the number dropped, then 5 per put (occurrence, record JSON, '1' when
+ * new to the index, queue and running index: '1' add, '-1' remove, '0' leave) and 2 per drop
+ * (occurrence, '1' when queued; a dropped occurrence is never running, and left the running index
+ * when it stopped running). The set of succeeded occurrences that earlier releases kept
+ * (`succeeded:<job>`, KEYS[7]) is neither written nor read: `lastCompleted` reads the records.
  * Writes nothing and replies 0 when the version changed (or a known view's time is off), or
  * { 0, the store's time, the records asked about } when a claim's counter did and those records
  * are all there (the process may decide on them alone, as on a read of them); else
@@ -365,9 +366,8 @@ for _ = 1, puts do
   hashWrites[#hashWrites + 1] = record
   if ARGV[p + 2] == '1' then redis.call('ZADD', KEYS[5], field, field) end
   index(KEYS[6], field, ARGV[p + 3])
-  index(KEYS[7], field, ARGV[p + 4])
-  index(KEYS[9], field, ARGV[p + 5])
-  p = p + 6
+  index(KEYS[9], field, ARGV[p + 4])
+  p = p + 5
 end
 redis.call('HSET', KEYS[4], unpack(hashWrites))
 if renewTtl ~= '' then redis.call('PEXPIRE', KEYS[1], renewTtl) end
@@ -377,19 +377,17 @@ if releaseChannel ~= '' then
   redis.call('PUBLISH', releaseChannel, '')
 end
 if drops > 0 then
-  -- One command per key: the records and the index, then whichever other index held some.
-  local dropped, queued, succeeded = {}, {}, {}
+  -- One command per key: the records and the index, then the queue when it held some.
+  local dropped, queued = {}, {}
   for i = 1, drops do
     local field = ARGV[p]
     dropped[i] = field
     if ARGV[p + 1] == '1' then queued[#queued + 1] = field end
-    if ARGV[p + 2] == '1' then succeeded[#succeeded + 1] = field end
-    p = p + 3
+    p = p + 2
   end
   redis.call('HDEL', KEYS[4], unpack(dropped))
   redis.call('ZREM', KEYS[5], unpack(dropped))
   if #queued > 0 then redis.call('ZREM', KEYS[6], unpack(queued)) end
-  if #succeeded > 0 then redis.call('ZREM', KEYS[7], unpack(succeeded)) end
 end
 return { token, fmt(nowMicros), nextCounter, keyToken or '' }
 `;
@@ -481,9 +479,21 @@ end
 return entries
 `;
 
-/** KEYS: succeeded. Returns the latest occurrence that succeeded, or nil. */
+/**
+ * KEYS: index, occurrences. Returns the latest occurrence whose record says it succeeded, or nil:
+ * the records newest first, 10 at a time, then 100 at a time (the newest is usually one).
+ */
 const lastCompletedScript = `
-return redis.call('ZREVRANGE', KEYS[1], 0, 0)[1] or false
+local from, size = 0, 10
+while true do
+  local fields = redis.call('ZREVRANGE', KEYS[1], from, from + size - 1)
+  if #fields == 0 then return false end
+  local records = redis.call('HMGET', KEYS[2], unpack(fields))
+  for i, record in ipairs(records) do
+    if record and cjson.decode(record).outcome == 'success' then return fields[i] end
+  end
+  from, size = from + size, 100
+end
 `;
 
 /**
@@ -575,7 +585,7 @@ export const storeScripts = {
   ledgerRead: new StoreScript(batchOf(ledgerReadScript), 1),
   ledgerWrite: new StoreScript(batchOf(ledgerWriteScript), 1),
   runHistory: new StoreScript(runHistoryScript, 2),
-  lastCompleted: new StoreScript(lastCompletedScript, 1),
+  lastCompleted: new StoreScript(lastCompletedScript, 2),
   pauseJob: new StoreScript(pauseJobScript, 2),
   resumeJob: new StoreScript(resumeJobScript, 2),
   pauseOf: new StoreScript(pauseOfScript, 1),

@@ -456,7 +456,6 @@ export class RedisLockStore
         record,
         before === undefined ? '1' : '0',
         indexChange(before?.outcome === 'queued', entry.outcome === 'queued'),
-        indexChange(before?.outcome === 'success', entry.outcome === 'success'),
         entry.outcome === 'running'
           ? !wasRunning && indexed
             ? '1'
@@ -466,13 +465,8 @@ export class RedisLockStore
             : '0',
       );
     }
-    for (const entry of changes.drop) {
-      argv.push(
-        String(entry.scheduledAt),
-        entry.outcome === 'queued' ? '1' : '0',
-        entry.outcome === 'success' ? '1' : '0',
-      );
-    }
+    for (const entry of changes.drop)
+      argv.push(String(entry.scheduledAt), entry.outcome === 'queued' ? '1' : '0');
     const reply = (await this.#writes.run({
       operation: target.operation,
       key: target.key,
@@ -527,7 +521,8 @@ export class RedisLockStore
     checkJob(job);
     const key = checkKey(options.key ?? job);
     const latest = await this.#script('lastCompleted', key, storeScripts.lastCompleted, [
-      this.#keys.succeeded(key, job),
+      this.#keys.index(key, job),
+      this.#keys.occurrences(key, job),
     ]);
     return latest === null ? undefined : Number(latest);
   }

@@ -80,13 +80,12 @@ describe.skipIf(privateRedisUnavailableReason())('RedisLockStore: what a claim r
       evalsha: 1,
       time: 1,
       // The version's parts (the lease with the key's token; the records with the counter), the
-      // record, the index of successes, the lease freed with the current occurrence (one DEL), its
-      // release published. Not the index of running occurrences: its record says it never joined
-      // it (granted to a claim with a concurrency of 1).
+      // record, the lease freed with the current occurrence (one DEL), its release published. Not
+      // the index of running occurrences: its record says it never joined it (granted to a claim
+      // with a concurrency of 1).
       mget: 1,
       hmget: 1,
       hset: 1,
-      zadd: 1,
       del: 1,
       publish: 1,
     });
@@ -311,6 +310,35 @@ describe.skipIf(privateRedisUnavailableReason())('RedisLockStore: what a claim r
       reason: 'paused',
     });
     await store.resumeJob('held', { key: 'held' });
+  });
+
+  it('the latest success is read from the records, newest first, past failures and skips (more than one page of them), and none is kept apart from them', async () => {
+    const job = { job: 'flaky', key: 'flaky' } as const;
+    // Past instants, all inside the starting deadline.
+    const base = at - 30_000;
+    const run = async (offset: number, outcome: 'success' | 'failure') => {
+      const claim = await store.claimOccurrence(request({ ...job, scheduledAt: base + offset }));
+      if (claim.status !== 'granted') throw new Error(JSON.stringify(claim));
+      await store.finishOccurrence(
+        claim.lease,
+        outcome === 'success' ? { outcome } : { outcome, error: 'boom' },
+      );
+    };
+    expect(await store.lastCompleted('flaky')).toBeUndefined();
+    await run(0, 'success');
+    await run(1_000, 'success');
+    // Twelve failures after it, and a skip (a paused fire): more than the first page of ten.
+    for (let index = 2; index < 14; index++) await run(index * 1_000, 'failure');
+    await store.pauseJob('flaky', { key: 'flaky', by: 'ops' });
+    expect(await store.claimOccurrence(request({ ...job, scheduledAt: base + 14_000 }))).toEqual({
+      status: 'skipped',
+      reason: 'paused',
+    });
+    await store.resumeJob('flaky', { key: 'flaky' });
+    expect(await store.lastCompleted('flaky')).toBe(base + 1_000);
+    expect(await client.exists('reads:{flaky}:succeeded:flaky')).toBe(0);
+    await run(15_000, 'success');
+    expect(await store.lastCompleted('flaky')).toBe(base + 15_000);
   });
 
   it("after a restart that lost the data, the job's counter starts from the server's time: a view known before never matches it again", async () => {

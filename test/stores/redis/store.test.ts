@@ -236,7 +236,6 @@ describe.skipIf(privateRedisUnavailableReason())('RedisLockStore on a private Re
       'billing:{nightly-lock}:idx:nightly',
       'billing:{nightly-lock}:occ:nightly',
       'billing:{nightly-lock}:queue:nightly',
-      'billing:{nightly-lock}:succeeded:nightly',
       'billing:{nightly-lock}:token',
     ]);
     await admin.flushall();
