@@ -76,7 +76,7 @@ export interface StoredView {
 
 /**
  * The changes of a decision, as a store writes them: each put with the entry it replaces (so an
- * index of queued or succeeded occurrences is kept without reading again), and the occurrences a
+ * index of queued or running occurrences is kept without reading again), and the occurrences a
  * trim drops, with theirs.
  */
 export interface WriteChanges extends Omit<LedgerChanges, 'put' | 'trim'> {

@@ -57,8 +57,9 @@ export interface KnownViewsOptions {
   /**
    * Presume that a job this process knows nothing of has an empty ledger: the first claim of each
    * scheduled fire (`recordFirst`) of such a job is decided on an empty view and written at once,
-   * checked against that view's version, without a read first. Wrong (the job has a ledger), it
-   * costs the store's check, and the process reads; once per job and process.
+   * checked against that view's version, without a read first. The store refuses it when
+   * anything of the job or its key is there (a lease, a token, records, a pause, written by any
+   * release); the process then reads. Once per job and process.
    */
   readonly presumeNew?: boolean;
 }
@@ -116,12 +117,15 @@ export class KnownViews {
 
   /**
    * The store's time in a reply that came just now (ms, a fraction for microseconds): a view
-   * presumed new is decided at the latest time the store is known to have reached.
+   * presumed new is decided at the latest time the store is known to have reached. A reply's time
+   * behind what is known is ignored (a reply handled late), unless `sample` says it is a reading of
+   * the store's clock for its own sake: the clock may have stepped back, or another server (a
+   * failover, another node of a cluster) answered.
    */
-  sawStoreTime(storeTime: number): void {
+  sawStoreTime(storeTime: number, sample = false): void {
     const seenAt = this.#clock();
     const last = this.#storeTime;
-    if (last === undefined || storeTime >= last.storeTime + (seenAt - last.seenAt)) {
+    if (sample || last === undefined || storeTime >= last.storeTime + (seenAt - last.seenAt)) {
       this.#storeTime = { storeTime, seenAt };
     }
   }
@@ -151,7 +155,7 @@ export class KnownViews {
 
   /**
    * An empty view for the scheduled fire's claim of a job this process knows nothing of yet, once
-   * per job (see `presumeNew`): no lease on the key, no occurrence current, no records, no pause.
+   * per job (see `presumeNew`): no lease on the key, no token issued for it, no records, no pause.
    */
   #presumedNew(target: ReadTarget, id: string): KnownStoredView | undefined {
     const seen = this.#storeTime;
@@ -284,12 +288,12 @@ function clockSlackMs(elapsed: number): number {
 }
 
 /**
- * The store time a decision on a view is made at: the store's time `storeTime` seen `elapsed` ms
- * ago, plus that time less the drift slack, and no earlier than the view's own time. A fire's claim, sent once its instant came by the
- * process's estimate of the store's clock, which this time trails by the reply's way back, is
- * decided at the instant, which the store checks it has reached (else it refuses the write, and
- * the process reads). Not a manual run's or a backfill's: their instant is this process's estimate
- * of now.
+ * The store time a decision on a view is made at: `storeTime`, seen `elapsed` ms ago, plus
+ * `elapsed` less the drift slack, and no earlier than the view's own time. A fire's claim, sent
+ * once its instant came by the process's estimate of the store's clock, which this time trails by
+ * the reply's way back, is decided at the instant, which the store checks it has reached (else it
+ * refuses the write, and the process reads). Not a manual run's or a backfill's: their instant is
+ * this process's estimate of now.
  */
 function decisionTime(target: ReadTarget, storeTime: number, elapsed: number, viewNow: number): number {
   const now = Math.max(viewNow, Math.floor(storeTime + elapsed - clockSlackMs(elapsed)));

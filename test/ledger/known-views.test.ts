@@ -355,9 +355,12 @@ describe('KnownViews', () => {
     // A fire's claim sent within 100 ms of its instant by the time seen is decided at the instant.
     known.sawStoreTime(at - 40);
     expect(known.stored({ ...claimTarget(at), job: 'other' })!.decidedAt).toBe(at);
+    // A reading of the store's clock for its own sake replaces a later time (the clock stepped back).
+    known.sawStoreTime(at - 10_000, true);
+    expect(known.stored({ ...claimTarget(at), job: 'fourth' })!.decidedAt).toBe(at - 10_001);
     // At most `limit` jobs are remembered as presumed: the oldest is presumed again.
     expect(known.stored({ ...claimTarget(at), job: 'third' })).toBeDefined();
-    expect(known.stored({ ...claimTarget(at), job: 'other' })).toBeUndefined();
+    expect(known.stored({ ...claimTarget(at), job: 'fourth' })).toBeUndefined();
     expect(known.stored(claimTarget(at))).toBeDefined();
   });
 

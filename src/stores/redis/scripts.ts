@@ -192,7 +192,7 @@ local function readView(KEYS, ARGV, now)
     known = redis.call('HMGET', KEYS[4], 'v', unpack(ARGV, 6, 5 + asked))
     knownCounter = table.remove(known, 1)
     if allThere(known, asked) then
-      return { false, -2, false, 0, 0, {}, { unpack(ARGV, 6, 5 + asked) }, known, '', '', '', '' }
+      return { false, -2, false, 0, 0, {}, { unpack(ARGV, 6, 5 + asked) }, known, '', '', '' }
     end
   end
   local claim, running = kind == 'claim' or kind == 'claim-running', kind == 'claim-running'
@@ -303,10 +303,14 @@ return view
  * are all there (the process may decide on them alone, as on a read of them); else
  * increments the job's counter (in the HSET of the records put) and replies { the granted
  * occurrence's token (written into its record) or -1, the store's time in microseconds, the job's
- * counter now }.
+ * counter now, the key's last token now ('' for none) }.
  *
- * The token is an `INCR` of the key's counter, seeded from `TIME` as an acquire's is (see above): the
- * batch's `TIME`, read once at its start (`nowMicros`).
+ * A claim on a view presumed new (no counter known) is checked by one `EXISTS` of the lease, the
+ * token, the index and the pause instead of the lease and the token's `MGET`: none may be there. So
+ * a pause, or records, that an earlier release wrote without the counter refuse it too.
+ *
+ * The token is an `INCR` of the key's counter; a key without one gets the batch's `TIME` in
+ * microseconds (`nowMicros`, read once at its start), as an acquire's counter is seeded (see above).
  */
 const ledgerWriteScript = `
 local asked = tonumber(ARGV[2])
@@ -323,7 +327,15 @@ if expected ~= '' then
     return 0
   end
 end
-local version, at, counter, keyToken = versionNow(KEYS, ARGV, got)
+local version, at, counter, keyToken
+if expected == '=' then
+  -- Presumed new: no lease, token, records or pause of the job or its key (see above).
+  if redis.call('EXISTS', KEYS[1], KEYS[2], KEYS[5], KEYS[8]) ~= 0 then return 0 end
+  counter = table.remove(got, 1)
+  version, at, keyToken = digestOf(counter, false, false, got, asked), 3 + asked, false
+else
+  version, at, counter, keyToken = versionNow(KEYS, ARGV, got)
+end
 if version ~= ARGV[at] then return 0 end
 -- A decision made on a view the process knew rather than read: made at a time no later than now,
 -- nor more than ${knownViewClockToleranceMs} ms before it.
@@ -480,20 +492,20 @@ return entries
 `;
 
 /**
- * KEYS: index, occurrences. Returns the latest occurrence whose record says it succeeded, or nil:
- * the records newest first, 10 at a time, then 100 at a time (the newest is usually one).
+ * One page of `lastCompleted`'s search, newest first. KEYS: index, occurrences. ARGV: the score
+ * the page starts below ('+inf', or '(' and the last occurrence of the page before), the page
+ * size. Returns { 1, the occurrence } when a record of the page says it succeeded, { 0, where the
+ * next page starts } when none did, or nil when there are no more records. A page a call: a job
+ * with many records since its last success does not hold the server for long.
  */
 const lastCompletedScript = `
-local from, size = 0, 10
-while true do
-  local fields = redis.call('ZREVRANGE', KEYS[1], from, from + size - 1)
-  if #fields == 0 then return false end
-  local records = redis.call('HMGET', KEYS[2], unpack(fields))
-  for i, record in ipairs(records) do
-    if record and cjson.decode(record).outcome == 'success' then return fields[i] end
-  end
-  from, size = from + size, 100
+local fields = redis.call('ZREVRANGEBYSCORE', KEYS[1], ARGV[1], '-inf', 'LIMIT', 0, tonumber(ARGV[2]))
+if #fields == 0 then return false end
+local records = redis.call('HMGET', KEYS[2], unpack(fields))
+for i, record in ipairs(records) do
+  if record and cjson.decode(record).outcome == 'success' then return { 1, fields[i] } end
 end
+return { 0, '(' .. fields[#fields] }
 `;
 
 /**

@@ -341,7 +341,7 @@ export class RedisLockStore
   async now(): Promise<number> {
     const client = this.client;
     const [seconds, microseconds] = await this.#bounded.run('TIME', '', () => client.time());
-    this.#known.sawStoreTime(Number(seconds) * 1000 + Number(microseconds) / 1000);
+    this.#known.sawStoreTime(Number(seconds) * 1000 + Number(microseconds) / 1000, true);
     return serverMs(String(seconds), String(microseconds));
   }
 
@@ -520,11 +520,18 @@ export class RedisLockStore
   async lastCompleted(job: string, options: { key?: string } = {}): Promise<number | undefined> {
     checkJob(job);
     const key = checkKey(options.key ?? job);
-    const latest = await this.#script('lastCompleted', key, storeScripts.lastCompleted, [
-      this.#keys.index(key, job),
-      this.#keys.occurrences(key, job),
-    ]);
-    return latest === null ? undefined : Number(latest);
+    const keys = [this.#keys.index(key, job), this.#keys.occurrences(key, job)];
+    // The records newest first, a page a script: 10 first (the newest is usually a success), then 200.
+    for (let below = '+inf', size = 10; ; size = 200) {
+      const page = (await this.#script('lastCompleted', key, storeScripts.lastCompleted, [
+        ...keys,
+        below,
+        size,
+      ])) as [found: number, at: string] | null;
+      if (page === null) return undefined;
+      if (page[0] === 1) return Number(page[1]);
+      below = page[1];
+    }
   }
 
   /** Pauses the job under `key` fleet-wide, at the server's clock (see `RunLedger.pauseJob`). */

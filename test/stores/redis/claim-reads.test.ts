@@ -64,12 +64,13 @@ describe.skipIf(privateRedisUnavailableReason())('RedisLockStore: what a claim r
     if (claim?.status !== 'granted') throw new Error(JSON.stringify(claim));
     expect(claiming).toEqual({
       evalsha: 1,
-      // The version of the empty view: the record with the counter (neither there), the lease with
-      // the key's token (neither there); then the lease, the current occurrence, the token (a new
-      // key's counter, seeded from the script's TIME), the record, the index.
+      // The empty view checked: the record with the counter (neither there), then nothing of the
+      // key's lease and token, the job's index and pause (one EXISTS); then the lease, the current
+      // occurrence, the token (a new key's counter, seeded from the script's TIME), the record, the
+      // index.
       time: 1,
       hmget: 1,
-      mget: 1,
+      exists: 1,
       set: 2,
       hset: 2,
       zadd: 1,
@@ -291,7 +292,7 @@ describe.skipIf(privateRedisUnavailableReason())('RedisLockStore: what a claim r
     ]);
   });
 
-  it('a job presumed new is not granted while a plain lock holds its key, nor while it is paused', async () => {
+  it('a job presumed new is not granted while a plain lock holds its key, nor while it is paused, nor over a pause or records an earlier release wrote without the counter', async () => {
     const fresh = new RedisLockStore(client, { prefix: 'reads:' });
     await fresh.now();
     // A plain lock on the key: the lease's owner is part of the version the write checks.
@@ -310,6 +311,27 @@ describe.skipIf(privateRedisUnavailableReason())('RedisLockStore: what a claim r
       reason: 'paused',
     });
     await store.resumeJob('held', { key: 'held' });
+    // A pause an earlier release set (it did not seed the job's counter), and records it wrote.
+    await client.hset('reads:{paused-before}:paused:paused-before', 'pausedAt', String(at), 'by', 'ops');
+    expect(await fresh.claimOccurrence(request({ job: 'paused-before', key: 'paused-before' }))).toEqual({
+      status: 'skipped',
+      reason: 'paused',
+    });
+    const earlier = at - 60_000;
+    await client.hset(
+      'reads:{ran-before}:occ:ran-before',
+      String(earlier),
+      JSON.stringify({ job: 'ran-before', scheduledAt: String(earlier), outcome: 'success' }),
+    );
+    await client.zadd('reads:{ran-before}:idx:ran-before', earlier, String(earlier));
+    // Not presumed new: refused, then read (the record with the view) and written.
+    let after: Awaited<ReturnType<RedisLockStore['claimOccurrence']>> | undefined;
+    const claiming = await commandsOf(async () => {
+      after = await fresh.claimOccurrence(request({ job: 'ran-before', key: 'ran-before' }));
+    });
+    if (after?.status !== 'granted') throw new Error(JSON.stringify(after));
+    expect(claiming.evalsha).toBe(3);
+    await fresh.finishOccurrence(after.lease, { outcome: 'success' });
   });
 
   it('the latest success is read from the records, newest first, past failures and skips (more than one page of them), and none is kept apart from them', async () => {
