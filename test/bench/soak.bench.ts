@@ -1,7 +1,7 @@
 /**
  * A soak: 20 every-second jobs on 2 `resil run` instances sharing a private Redis, for
  * BENCH_SOAK_MS (default 6 min). Every 30 s: Redis's `used_memory`, the run ledger's records (the
- * `:idx:` sorted sets), and each instance's RSS. A job keeps the records still inside its starting
+ * `:occ:` hashes' fields, but the counter `v` and the current occurrence `c`), and each instance's RSS. A job keeps the records still inside its starting
  * deadline (1 min) and the latest `ledgerRecordLimit` (100) besides, so Redis's memory stops
  * growing after about 160 s, and so should the instances'.
  *
@@ -73,7 +73,9 @@ export default defineConfig({
       const elapsed = performance.now() - started;
       const memory = Number(/used_memory:(\d+)/.exec(await admin.info('memory'))?.[1] ?? Number.NaN);
       let records = 0;
-      for (const key of await admin.keys('soak:*:idx:*')) records += await admin.zcard(key);
+      for (const key of await admin.keys('soak:*:occ:*')) {
+        records += (await admin.hkeys(key)).filter((field) => field !== 'v' && field !== 'c').length;
+      }
       rows.push([
         `${Math.round(elapsed / 1000)} s`,
         (memory / 1024 / 1024).toFixed(2),

@@ -1,6 +1,9 @@
 /** What follows `<prefix>{<key>}` in a lease key. */
 export const leaseSuffix = ':lease';
 
+/** What follows `<prefix>{<key>}` in the key that says someone waits on the lease. */
+export const waitersSuffix = ':waiters';
+
 /**
  * The keys of one job's run ledger after its lease key, in the order its scripts use them, as
  * what follows `<prefix>{<key>}`: a suffix ending in `:` is followed by the job's name. A ledger
@@ -15,6 +18,7 @@ export const ledgerKeySuffixes = [
   ':succeeded:',
   ':paused:',
   ':running:',
+  waitersSuffix,
 ] as const;
 
 type LedgerKeySuffix = (typeof ledgerKeySuffixes)[number];
@@ -28,16 +32,17 @@ type LedgerKeySuffix = (typeof ledgerKeySuffixes)[number];
  * |---|---|---|
  * | `<prefix>{<key>}:lease` | string, PX | owner of the live lease (a plain acquire's, or a claimed occurrence's unless `allow-all` or a `concurrency` above 1) |
  * | `<prefix>{<key>}:token` | string, no expiry | last fencing token issued for the key (acquires and claims, `allow-all` ones too) |
- * | `<prefix>{<key>}:current` | hash | `job`, `at`: the occurrence the live lease was granted to by a claim |
- * | `<prefix>{<key>}:occ:<job>` | hash | `scheduledAt` -> the occurrence's record (JSON): public fields, plus `owner`, `expiresAt` (its lease while `running`, judged against `TIME`), `cancelled`, `queuedUntil`, `unindexed` (a running occurrence not in `running:<job>`: its finish leaves that index alone); and `v`, a counter every run ledger write, pause and resume of the job increments (a write made on a read checks it) |
- * | `<prefix>{<key>}:idx:<job>` | sorted set | every recorded occurrence, scored by `scheduledAt`: history order, trimming |
+ * | `<prefix>{<key>}:current` | hash | written by earlier releases only (`job`, `at`: the occurrence their claims granted the lease to); read when `c` does not tell, cleared by a plain acquire and by the release of that occurrence |
+ * | `<prefix>{<key>}:occ:<job>` | hash | `scheduledAt` -> the occurrence's record (JSON): public fields, plus `owner`, `expiresAt` (its lease while `running`, judged against `TIME`), `cancelled`, `queuedUntil`, `unindexed` (a running occurrence not in `running:<job>`: its finish leaves that index alone); `v`, a counter every run ledger write, pause and resume of the job increments (a write made on a read checks it); `c`, `<scheduledAt> <token>`: the occurrence of the job the key's lease was last granted to, current while the key's last token is that one (`''` once released) |
+ * | `<prefix>{<key>}:idx:<job>` | sorted set | written by earlier releases only (every recorded occurrence); this one orders the records hash's fields instead |
  * | `<prefix>{<key>}:queue:<job>` | sorted set | queued (buffered) occurrences, scored by `scheduledAt`; their deadline is in the record |
  * | `<prefix>{<key>}:succeeded:<job>` | sorted set | written by earlier releases only (occurrences that succeeded); this one reads the records instead (`lastCompleted`) |
  * | `<prefix>{<key>}:running:<job>` | sorted set | occurrences granted to a claim with a `concurrency` above 1 and still `running`, scored by `scheduledAt`: such a claim reads them all |
  * | `<prefix>{<key>}:paused:<job>` | hash | `pausedAt`, `by`, `reason`: the job's pause, while it is paused (`pauseJob`); read by every claim |
+ * | `<prefix>{<key>}:waiters` | string, PX | set (and renewed) while a process waits on the key's lease (`onRelease`): a release publishes only then |
  * | `<prefix>{instances}:registry` | hash | instance name -> `<lastSeenAt> <info JSON>`: what each `resil run` registered (`registerInstance`) |
  * | `<prefix>{instances}:registry-expiry` | sorted set | instance names, scored by when they expire (server clock, ms): `listInstances` reads the live ones |
- * | `<prefix>{<key>}:released` | pub/sub channel, not a key | a `release` publishes on it; waiters on the key subscribe (`onRelease`) |
+ * | `<prefix>{<key>}:released` | pub/sub channel, not a key | a `release` publishes on it while `waiters` is there; waiters on the key subscribe (`onRelease`) |
  * | `<prefix>{<resource>}:fence` | string | highest fencing token written to the resource |
  * | `<prefix>{<resource>}:value:<name>` | string | a fenced value |
  *
@@ -55,6 +60,11 @@ export class RedisKeys {
     return this.#ofKey(key, ':token');
   }
 
+  /** Set while someone waits on `key`'s lease: a release publishes only then. */
+  waiters(key: string): string {
+    return this.#ofKey(key, waitersSuffix);
+  }
+
   /** The pub/sub channel a release of `key` publishes on. */
   released(key: string): string {
     return `${this.prefix}{${key}}:released`;
@@ -66,10 +76,6 @@ export class RedisKeys {
 
   occurrences(key: string, job: string): string {
     return this.#ofKey(key, ':occ:', job);
-  }
-
-  index(key: string, job: string): string {
-    return this.#ofKey(key, ':idx:', job);
   }
 
   queue(key: string, job: string): string {

@@ -36,11 +36,12 @@ export interface RedisLockStoreOptions {
   /** How long `WAIT` may block when `waitForReplicas` > 0; less than `commandTimeout`. Defaults to 500 ms. */
   replicaTimeout?: Duration;
   /**
-   * Wake waiters when a lease is released: every release publishes on the key's channel
-   * (`<prefix>{<key>}:released`), and while a lock waits for a key held elsewhere (`lock.wait`),
-   * the store subscribes to it on one connection of its own (`client.duplicate()`, so the same
-   * options, TLS and credentials), closed when nobody waits. `false`: waiters only poll (50 ms,
-   * doubling up to 1 s), and the store never opens a connection. Releases publish either way.
+   * Wake waiters when a lease is released: while a lock waits for a key held elsewhere
+   * (`lock.wait`), the store sets the key's `<prefix>{<key>}:waiters` (30 s, renewed while it
+   * waits) and subscribes to the key's channel (`<prefix>{<key>}:released`) on one connection of
+   * its own (`client.duplicate()`, so the same options, TLS and credentials), closed when nobody
+   * waits; a release publishes on the channel while `waiters` is there. `false`: waiters only poll
+   * (50 ms, doubling up to 1 s), and the store never opens a connection.
    * Defaults to true.
    */
   releaseNotifications?: boolean;

@@ -1,7 +1,15 @@
 import type { Cluster, Redis } from 'ioredis';
 
+/**
+ * How long the key that says someone waits on a lease lives (`<prefix>{<key>}:waiters`), renewed a
+ * third of it before it ends while someone still waits.
+ */
+export const waitersTtlMs = 30_000;
+
 /** One channel someone waits on. */
 interface Channel {
+  /** The key that tells a release someone waits (it publishes only then). */
+  readonly waiters: string;
   readonly listeners: Set<() => void>;
   /** True once the current connection confirmed the SUBSCRIBE; false again when it drops. */
   subscribed: boolean;
@@ -9,30 +17,43 @@ interface Channel {
 
 /**
  * The waiters' side of `RedisLockStore.onRelease`: a release publishes on the key's channel
- * (`<prefix>{<key>}:released`, see keys.ts), and this subscribes to the channels someone waits on,
- * through one connection of its own, `client.duplicate()`: opened with the first subscription,
- * closed with the last one or by `close()`, so it never keeps an idle process alive.
+ * (`<prefix>{<key>}:released`, see keys.ts) when the key's `waiters` key is there, and this sets
+ * that key (for {@link waitersTtlMs}, renewed while someone waits) and subscribes to the channels
+ * someone waits on, through one connection of its own, `client.duplicate()`: opened with the first
+ * subscription, closed with the last one or by `close()`, so it never keeps an idle process alive.
+ * A release nobody waits for so costs no `PUBLISH`.
  *
- * Listeners are called once their channel's SUBSCRIBE is confirmed (a release may have come
- * before), on each message, and again for every channel after the connection came back (messages
- * sent while it was down are lost). Everything else is best effort: the waiter polls anyway.
+ * Listeners are called once their channel's SUBSCRIBE is confirmed and once its `waiters` key is
+ * set (a release may have come before either), on each message, and again for every channel after
+ * the connection came back (messages sent while it was down are lost). Everything else is best
+ * effort: the waiter polls anyway.
  */
 export class ReleaseNotifications {
   readonly #client: Redis | Cluster;
+  readonly #mark: (waiters: string) => Promise<unknown>;
   readonly #channels = new Map<string, Channel>();
   #subscriber: Redis | Cluster | undefined;
+  #renewals: ReturnType<typeof setInterval> | undefined;
   #closed = false;
 
-  constructor(client: Redis | Cluster) {
+  /** `mark`: sets a `waiters` key for {@link waitersTtlMs} (through the store's bounded commands). */
+  constructor(client: Redis | Cluster, mark: (waiters: string) => Promise<unknown>) {
     this.#client = client;
+    this.#mark = mark;
   }
 
-  subscribe(name: string, listener: () => void): () => void {
+  /** `name`: the key's channel; `waiters`: the key that says someone waits on it. */
+  subscribe(name: string, waiters: string, listener: () => void): () => void {
     if (this.#closed) return ignore;
     let channel = this.#channels.get(name);
     const isNew = channel === undefined;
-    channel ??= { listeners: new Set(), subscribed: false };
+    channel ??= { waiters, listeners: new Set(), subscribed: false };
     this.#channels.set(name, channel);
+    if (isNew) {
+      this.#markWaiting(channel);
+      this.#renewals ??= setInterval(() => this.#renewAll(), waitersTtlMs / 3);
+      this.#renewals.unref?.();
+    }
     // Its own entry, so that one function subscribed twice is called twice and unsubscribed once.
     const entry = () => listener();
     channel.listeners.add(entry);
@@ -53,6 +74,23 @@ export class ReleaseNotifications {
     this.#closed = true;
     this.#channels.clear();
     this.#disconnect();
+  }
+
+  /**
+   * Sets the channel's `waiters` key, then wakes its listeners if the SUBSCRIBE came first: a
+   * release between the two published nothing. Left to expire when nobody waits any more: another
+   * process may still wait on the key.
+   */
+  #markWaiting(channel: Channel): void {
+    this.#mark(channel.waiters).then(() => {
+      if (channel.subscribed) notifyAll(channel);
+    }, ignore);
+  }
+
+  #renewAll(): void {
+    for (const channel of this.#channels.values()) {
+      this.#mark(channel.waiters).catch(ignore);
+    }
   }
 
   #unsubscribe(name: string, channel: Channel, entry: () => void): void {
@@ -102,6 +140,8 @@ export class ReleaseNotifications {
   }
 
   #disconnect(): void {
+    clearInterval(this.#renewals);
+    this.#renewals = undefined;
     const subscriber = this.#subscriber;
     this.#subscriber = undefined;
     subscriber?.disconnect();

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { leaseSuffix, ledgerKeySuffixes } from './keys.ts';
+import { leaseSuffix, ledgerKeySuffixes, waitersSuffix } from './keys.ts';
 
 /**
  * The store's Lua scripts. Each operation is one script, so it is atomic and takes one round trip:
@@ -71,15 +71,17 @@ return 0
 `;
 
 /**
- * Locals: lease, owner, channel. Deletes the lease only when it is the owner's, and then publishes
- * on the key's channel, which wakes the waiters subscribed to it (`onRelease`). Leaves `released`:
- * 1, or 0 when the lease was not the owner's.
+ * Locals: lease, owner, channel. Deletes the lease only when it is the owner's, and then, when
+ * someone waits on the key (its `waiters` key is there, see keys.ts), publishes on the key's
+ * channel, which wakes the waiters subscribed to it (`onRelease`). Leaves `released`: 1, or 0
+ * when the lease was not the owner's.
  */
 const releaseBlock = `
 local released = 0
-if redis.call('GET', lease) == owner then
+local held = redis.call('MGET', lease, string.sub(lease, 1, ${-leaseSuffix.length - 1}) .. '${waitersSuffix}')
+if held[1] == owner then
   redis.call('DEL', lease)
-  redis.call('PUBLISH', channel, '')
+  if held[2] then redis.call('PUBLISH', channel, '') end
   released = 1
 end
 `;
@@ -114,10 +116,11 @@ return { owner, redis.call('GET', KEYS[2]) or '0', redis.call('PTTL', KEYS[1]), 
  * The run ledger's two scripts: a read and a conditional write of one job's ledger on one key (see
  * src/ledger/engine.ts). They decide nothing: the decisions run in the process, between them.
  *
- * KEYS as the batch form hands them to the body (9, one `{key}` hash tag, see keys.ts; a call sends
- * the first alone): 1 lease, 2 token, 3 current,
+ * KEYS as the batch form hands them to the body (10, one `{key}` hash tag, see keys.ts; a call sends
+ * the first alone): 1 lease, 2 token, 3 current (earlier releases'),
  * 4 occurrences (with the job's version counter in its field `v`, which every ledger write, pause
- * and resume of the job increments), 5 index, 6 queue, 7 succeeded, 8 paused, 9 running.
+ * and resume of the job increments, and the key's current occurrence in `c`), 5 index (earlier
+ * releases'), 6 queue, 7 succeeded (earlier releases'), 8 paused, 9 running, 10 waiters.
  *
  * The read's ARGV: job, the decision it is for ('claim', 'claim-running', 'renew' or 'finish': a
  * claim reads the queue and the pause, a 'claim-running' the running occurrences too; with
@@ -180,6 +183,32 @@ local function allThere(records, asked)
   return true
 end
 
+-- The occurrences recorded in a job's records hash (its fields but the counter and the current
+-- occurrence), as numbers, oldest first.
+local function occurrencesOf(records)
+  local all = {}
+  for _, field in ipairs(redis.call('HKEYS', records)) do
+    local at = tonumber(field)
+    if at then all[#all + 1] = at end
+  end
+  table.sort(all)
+  return all
+end
+
+-- The occurrence of \`job\` the key's lease was last granted to, or false: the job's field \`c\`
+-- ('<occurrence> <token>', '' once released) while the key's last token is the one in it (a later
+-- acquisition, a plain one or another job's grant, issued another). When it does not tell, the
+-- key's \`current\` hash, which earlier releases wrote at each grant (and a plain acquire clears).
+local function currentOf(KEYS, job, keyToken)
+  local c = redis.call('HGET', KEYS[4], 'c')
+  if c and c ~= '' then
+    local space = string.find(c, ' ', 1, true)
+    if string.sub(c, space + 1) == keyToken then return string.sub(c, 1, space - 1) end
+  end
+  local current = redis.call('HMGET', KEYS[3], 'job', 'at')
+  return current[1] == job and current[2] or false
+end
+
 local function readView(KEYS, ARGV, now)
   local job, trim, kind = ARGV[1], ARGV[4] ~= '0', ARGV[2]
   -- A claim whose answer its record may decide (see recordDecides): when the records asked about
@@ -199,8 +228,7 @@ local function readView(KEYS, ARGV, now)
   local lease = redis.call('MGET', KEYS[1], KEYS[2])
   local owner, keyToken = lease[1], lease[2]
   local pttl = owner and redis.call('PTTL', KEYS[1]) or -2
-  local current = redis.call('HMGET', KEYS[3], 'job', 'at')
-  local currentAt = current[1] == job and current[2] or false
+  local currentAt = currentOf(KEYS, job, keyToken)
   local paused, queue = 0, {}
   if claim then
     paused = redis.call('EXISTS', KEYS[8])
@@ -210,14 +238,16 @@ local function readView(KEYS, ARGV, now)
   if running then runs = redis.call('ZRANGE', KEYS[9], 0, ${ledgerReadLimit - 1}) end
   local total, oldest = 0, {}
   if trim then
-    total = redis.call('ZCARD', KEYS[5])
+    local all = occurrencesOf(KEYS[4])
+    total = #all
     if total > 0 then
-      local expired = redis.call('ZCOUNT', KEYS[5], '-inf', '(' .. fmt(now - tonumber(ARGV[3])))
+      local before, expired = now - tonumber(ARGV[3]), 0
+      while expired < total and all[expired + 1] < before do expired = expired + 1 end
       -- One more than the excess (a decision may add a record older than some of these), and a
       -- few more, so that the next decisions of a process that knows the view can trim without
       -- reading it again (see src/ledger/known-views.ts).
       local n = math.min(math.max(expired, total + 1 - tonumber(ARGV[4])) + ${historySlack}, total, 100)
-      if n > 0 then oldest = redis.call('ZRANGE', KEYS[5], 0, n - 1) end
+      for i = 1, n do oldest[i] = fmt(all[i]) end
     end
   end
   local fields, fieldIndex = {}, {}
@@ -268,14 +298,14 @@ end
 
 -- The version of what the decision for ARGV (a job, the number of occurrences asked about, those)
 -- read, as it is now. Returns it, the position of the first ARGV after those, the job's counter and
--- the key's token (false for none).
+-- the key's token (false for none), and whether someone waits on the key (its waiters key).
 -- \`got\`: the job's counter and those records, when the caller read them already.
 local function versionNow(KEYS, ARGV, got)
   local asked = tonumber(ARGV[2])
-  local lease = redis.call('MGET', KEYS[1], KEYS[2])
+  local lease = redis.call('MGET', KEYS[1], KEYS[2], KEYS[10])
   local records = got or redis.call('HMGET', KEYS[4], 'v', unpack(ARGV, 3, 2 + asked))
   local counter = table.remove(records, 1)
-  return digestOf(counter, lease[1], lease[2], records, asked), 3 + asked, counter, lease[2]
+  return digestOf(counter, lease[1], lease[2], records, asked), 3 + asked, counter, lease[2], lease[3] ~= false
 end
 `;
 
@@ -293,11 +323,14 @@ return view
  * its owner, its ttl ms, '1' when it takes the key's lease, the ttl ms the key's lease is renewed
  * for ('' for none), the key's release channel to release its lease and publish there ('' for none;
  * a channel is not a key: a client's key prefix does not apply), '1' to clear the current occurrence with it,
- * the number of records put, the number dropped, then 5 per put (occurrence, record JSON, '1' when
- * new to the index, queue and running index: '1' add, '-1' remove, '0' leave) and 2 per drop
- * (occurrence, '1' when queued; a dropped occurrence is never running, and left the running index
- * when it stopped running). The set of succeeded occurrences that earlier releases kept
- * (`succeeded:<job>`, KEYS[7]) is neither written nor read: `lastCompleted` reads the records.
+ * the number of records put, the number dropped, then 4 per put (occurrence, record JSON, queue
+ * and running index: '1' add, '-1' remove, '0' leave) and 2 per drop (occurrence, '1' when queued;
+ * a dropped occurrence is never running, and left the running index when it stopped running).
+ * The sorted sets that earlier releases kept beside the records (`idx:<job>`, KEYS[5], every
+ * record; `succeeded:<job>`, KEYS[7]) are neither written nor read: the records hash's own fields
+ * tell what is recorded (`occurrencesOf`). A grant that takes the key's lease writes the key's
+ * current occurrence into the records' HSET (field `c`, see `currentOf`), a release of it
+ * empties it; a release publishes on the key's channel only when someone waits on the key.
  * Writes nothing and replies 0 when the version changed (or a known view's time is off), or
  * { 0, the store's time, the records asked about } when a claim's counter did and those records
  * are all there (the process may decide on them alone, as on a read of them); else
@@ -306,8 +339,9 @@ return view
  * counter now, the key's last token now ('' for none) }.
  *
  * A claim on a view presumed new (no counter known) is checked by one `EXISTS` of the lease, the
- * token, the index and the pause instead of the lease and the token's `MGET`: none may be there. So
- * a pause, or records, that an earlier release wrote without the counter refuse it too.
+ * token, an earlier release's index and the pause instead of the lease and the token's `MGET`: none
+ * may be there. So a pause, or records, that an earlier release wrote without the counter refuse
+ * it too.
  *
  * The token is an `INCR` of the key's counter; a key without one gets the batch's `TIME` in
  * microseconds (`nowMicros`, read once at its start), as an acquire's counter is seeded (see above).
@@ -327,14 +361,14 @@ if expected ~= '' then
     return 0
   end
 end
-local version, at, counter, keyToken
+local version, at, counter, keyToken, waiting
 if expected == '=' then
   -- Presumed new: no lease, token, records or pause of the job or its key (see above).
   if redis.call('EXISTS', KEYS[1], KEYS[2], KEYS[5], KEYS[8]) ~= 0 then return 0 end
   counter = table.remove(got, 1)
   version, at, keyToken = digestOf(counter, false, false, got, asked), 3 + asked, false
 else
-  version, at, counter, keyToken = versionNow(KEYS, ARGV, got)
+  version, at, counter, keyToken, waiting = versionNow(KEYS, ARGV, got)
 end
 if version ~= ARGV[at] then return 0 end
 -- A decision made on a view the process knew rather than read: made at a time no later than now,
@@ -364,9 +398,13 @@ if grantAt ~= '' then
   keyToken = fmt(token)
   if holdsKey then
     redis.call('SET', KEYS[1], grantOwner, 'PX', grantTtl)
-    redis.call('HSET', KEYS[3], 'job', ARGV[1], 'at', grantAt)
+    -- The key's current occurrence, in the records' HSET (see currentOf).
+    hashWrites[3], hashWrites[4] = 'c', grantAt .. ' ' .. keyToken
   end
 end
+if releaseChannel ~= '' and clearCurrent and not hashWrites[3] then hashWrites[3], hashWrites[4] = 'c', '' end
+-- A new job's: none yet.
+if not counter and not hashWrites[3] then hashWrites[3], hashWrites[4] = 'c', '' end
 local function index(key, field, change)
   if change == '1' then redis.call('ZADD', key, field, field) elseif change == '-1' then redis.call('ZREM', key, field) end
 end
@@ -376,17 +414,17 @@ for _ = 1, puts do
   if field == grantAt then record = '{"token":"' .. fmt(token) .. '",' .. string.sub(record, 2) end
   hashWrites[#hashWrites + 1] = field
   hashWrites[#hashWrites + 1] = record
-  if ARGV[p + 2] == '1' then redis.call('ZADD', KEYS[5], field, field) end
-  index(KEYS[6], field, ARGV[p + 3])
-  index(KEYS[9], field, ARGV[p + 4])
-  p = p + 5
+  index(KEYS[6], field, ARGV[p + 2])
+  index(KEYS[9], field, ARGV[p + 3])
+  p = p + 4
 end
 redis.call('HSET', KEYS[4], unpack(hashWrites))
 if renewTtl ~= '' then redis.call('PEXPIRE', KEYS[1], renewTtl) end
 if releaseChannel ~= '' then
-  -- The lease, and with it the current occurrence when it is the one released: one DEL.
+  -- The lease, and with it the current occurrence an earlier release kept beside it when it is the
+  -- one released: one DEL. Then a wake-up, when someone waits on the key.
   if clearCurrent then redis.call('DEL', KEYS[1], KEYS[3]) else redis.call('DEL', KEYS[1]) end
-  redis.call('PUBLISH', releaseChannel, '')
+  if waiting then redis.call('PUBLISH', releaseChannel, '') end
 end
 if drops > 0 then
   -- One command per key: the records and the index, then the queue when it held some.
@@ -398,19 +436,28 @@ if drops > 0 then
     p = p + 2
   end
   redis.call('HDEL', KEYS[4], unpack(dropped))
-  redis.call('ZREM', KEYS[5], unpack(dropped))
   if #queued > 0 then redis.call('ZREM', KEYS[6], unpack(queued)) end
 end
 return { token, fmt(nowMicros), nextCounter, keyToken or '' }
 `;
 
-/** KEYS: index, occurrences. ARGV: limit (>= 1). Returns the records (JSON), newest first. */
+/**
+ * KEYS: occurrences. ARGV: limit (>= 1). Returns the records (JSON), newest first. The hash holds
+ * the last records alone (a trim keeps it to the record limit, 100 by default).
+ */
 const runHistoryScript = `
-local fields = redis.call('ZREVRANGE', KEYS[1], 0, tonumber(ARGV[1]) - 1)
+local all = {}
+for _, field in ipairs(redis.call('HKEYS', KEYS[1])) do
+  local at = tonumber(field)
+  if at then all[#all + 1] = at end
+end
+table.sort(all, function(a, b) return a > b end)
+local fields = {}
+for i = 1, math.min(#all, tonumber(ARGV[1])) do fields[i] = string.format('%d', all[i]) end
+if #fields == 0 then return {} end
 local records = {}
-for _, field in ipairs(fields) do
-  local raw = redis.call('HGET', KEYS[2], field)
-  if raw then table.insert(records, raw) end
+for _, raw in ipairs(redis.call('HMGET', KEYS[1], unpack(fields))) do
+  if raw then records[#records + 1] = raw end
 end
 return records
 `;
@@ -489,23 +536,6 @@ for _, entry in ipairs(redis.call('HMGET', KEYS[1], unpack(live))) do
   if entry then table.insert(entries, entry) end
 end
 return entries
-`;
-
-/**
- * One page of `lastCompleted`'s search, newest first. KEYS: index, occurrences. ARGV: the score
- * the page starts below ('+inf', or '(' and the last occurrence of the page before), the page
- * size. Returns { 1, the occurrence } when a record of the page says it succeeded, { 0, where the
- * next page starts } when none did, or nil when there are no more records. A page a call: a job
- * with many records since its last success does not hold the server for long.
- */
-const lastCompletedScript = `
-local fields = redis.call('ZREVRANGEBYSCORE', KEYS[1], ARGV[1], '-inf', 'LIMIT', 0, tonumber(ARGV[2]))
-if #fields == 0 then return false end
-local records = redis.call('HMGET', KEYS[2], unpack(fields))
-for i, record in ipairs(records) do
-  if record and cjson.decode(record).outcome == 'success' then return { 1, fields[i] } end
-end
-return { 0, '(' .. fields[#fields] }
 `;
 
 /**
@@ -596,8 +626,7 @@ export const storeScripts = {
   /** The run ledger's read and conditional write, in batch form (one call is a batch of one). */
   ledgerRead: new StoreScript(batchOf(ledgerReadScript), 1),
   ledgerWrite: new StoreScript(batchOf(ledgerWriteScript), 1),
-  runHistory: new StoreScript(runHistoryScript, 2),
-  lastCompleted: new StoreScript(lastCompletedScript, 2),
+  runHistory: new StoreScript(runHistoryScript, 1),
   pauseJob: new StoreScript(pauseJobScript, 2),
   resumeJob: new StoreScript(resumeJobScript, 2),
   pauseOf: new StoreScript(pauseOfScript, 1),

@@ -61,7 +61,7 @@ import { guardErrorEvents } from './error-events.ts';
 import { RedisKeys } from './keys.ts';
 import { keySlot, LeaseBatches } from './lease-batches.ts';
 import type { FencedSetOptions, RedisLockStoreOptions } from './options.ts';
-import { ReleaseNotifications } from './release-notifications.ts';
+import { ReleaseNotifications, waitersTtlMs } from './release-notifications.ts';
 import {
   isNoScriptError,
   ledgerReadLimit,
@@ -97,9 +97,9 @@ type PipelineReplies = Array<[Error | null, unknown]> | null;
  *   microseconds when missing, so they increase on every acquire, also across a Redis restarted
  *   without persistence. A failover to a replica that missed the last increments can hand out a
  *   token again unless `waitForReplicas` covers the promoted replica.
- * - A release publishes on the key's pub/sub channel, so waiters (`lock.wait`) try at once instead
- *   of at their next poll; the store listens through a connection of its own only while someone
- *   waits (see {@link onRelease}).
+ * - A release publishes on the key's pub/sub channel when someone waits on the key, so waiters
+ *   (`lock.wait`) try at once instead of at their next poll; the store marks the key and listens
+ *   through a connection of its own only while someone waits (see {@link onRelease}).
  * - Every operation fails within `commandTimeout` with `StoreUnavailableError` when Redis is down
  *   or stalled; nothing is left in the client's offline queue.
  * - Client `'error'` events never crash the process and never carry a password: the store
@@ -176,7 +176,11 @@ export class RedisLockStore
     }
     this.client = client;
     this.prefix = prefix;
-    this.#notifications = releaseNotifications ? new ReleaseNotifications(client) : undefined;
+    this.#notifications = releaseNotifications
+      ? new ReleaseNotifications(client, (waiters) =>
+          this.#bounded.run('onRelease', waiters, () => client.set(waiters, '1', 'PX', waitersTtlMs)),
+        )
+      : undefined;
     this.#keys = new RedisKeys(prefix);
     this.#waitForReplicas = waitForReplicas;
     this.#replicaTimeout = Math.ceil(replicaTimeout);
@@ -304,8 +308,9 @@ export class RedisLockStore
   }
 
   /**
-   * Wakes a waiter when the lease on `key` is released (see `LockStore.onRelease`): every release
-   * publishes on the key's channel, and the store subscribes to the channels someone waits on
+   * Wakes a waiter when the lease on `key` is released (see `LockStore.onRelease`): the store sets
+   * the key's `waiters` key while someone waits (a release publishes on the key's channel only
+   * then), and subscribes to the channels someone waits on
    * through one connection of its own (`client.duplicate()`), opened with the first subscription
    * and closed with the last one, or by {@link close}. A notification lost while that connection
    * is down only costs the waiter's next poll. With `releaseNotifications: false` it never calls
@@ -314,7 +319,7 @@ export class RedisLockStore
   onRelease(key: string, listener: () => void): () => void {
     const channel = this.#keys.released(checkKey(key));
     if (this.#notifications === undefined) return ignore;
-    return this.#notifications.subscribe(channel, listener);
+    return this.#notifications.subscribe(channel, this.#keys.waiters(key), listener);
   }
 
   /**
@@ -454,7 +459,6 @@ export class RedisLockStore
       argv.push(
         String(at),
         record,
-        before === undefined ? '1' : '0',
         indexChange(before?.outcome === 'queued', entry.outcome === 'queued'),
         entry.outcome === 'running'
           ? !wasRunning && indexed
@@ -507,10 +511,8 @@ export class RedisLockStore
     if (!Number.isSafeInteger(limit) || limit < 0)
       throw new InvalidOptionError('limit', limit, 'an integer >= 0');
     if (limit === 0) return [];
-    const keys = this.#keys;
     const lines = (await this.#script('runHistory', key, storeScripts.runHistory, [
-      keys.index(key, job),
-      keys.occurrences(key, job),
+      this.#keys.occurrences(key, job),
       limit,
     ])) as string[];
     return lines.map(parseRecord);
@@ -520,18 +522,26 @@ export class RedisLockStore
   async lastCompleted(job: string, options: { key?: string } = {}): Promise<number | undefined> {
     checkJob(job);
     const key = checkKey(options.key ?? job);
-    const keys = [this.#keys.index(key, job), this.#keys.occurrences(key, job)];
-    // The records newest first, a page a script: 10 first (the newest is usually a success), then 200.
-    for (let below = '+inf', size = 10; ; size = 200) {
-      const page = (await this.#script('lastCompleted', key, storeScripts.lastCompleted, [
-        ...keys,
-        below,
-        size,
-      ])) as [found: number, at: string] | null;
-      if (page === null) return undefined;
-      if (page[0] === 1) return Number(page[1]);
-      below = page[1];
+    const records = this.#keys.occurrences(key, job);
+    const client = this.client;
+    // The fields, then the records newest first, a page a command: 10 first (the newest is
+    // usually a success), then 200. Nothing is decoded in Redis, so a job with many records since
+    // its last success holds the server no longer than an HKEYS.
+    const fields = (await this.#bounded.run('lastCompleted', key, () => client.hkeys(records)))
+      .map(Number)
+      .filter(Number.isFinite)
+      .sort((a, b) => b - a);
+    for (let start = 0, size = 10; start < fields.length; start += size, size = 200) {
+      const page = fields.slice(start, start + size);
+      const found = await this.#bounded.run('lastCompleted', key, () =>
+        client.hmget(records, ...page.map(String)),
+      );
+      for (const [index, raw] of found.entries()) {
+        if (raw !== null && (JSON.parse(raw) as { outcome?: string }).outcome === 'success')
+          return page[index];
+      }
     }
+    return undefined;
   }
 
   /** Pauses the job under `key` fleet-wide, at the server's clock (see `RunLedger.pauseJob`). */

@@ -10,7 +10,7 @@
 import { Redis } from 'ioredis';
 import type { ClaimRequest } from 'resil';
 import { RedisLockStore } from 'resil/redis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { privateRedisUnavailableReason, type RedisServer, startRedisServer } from '../../support/redis.ts';
 
 describe.skipIf(privateRedisUnavailableReason())('RedisLockStore: what a claim reads', () => {
@@ -65,31 +65,58 @@ describe.skipIf(privateRedisUnavailableReason())('RedisLockStore: what a claim r
     expect(claiming).toEqual({
       evalsha: 1,
       // The empty view checked: the record with the counter (neither there), then nothing of the
-      // key's lease and token, the job's index and pause (one EXISTS); then the lease, the current
-      // occurrence, the token (a new key's counter, seeded from the script's TIME), the record, the
-      // index.
+      // key's lease and token, an earlier release's index of the job, its pause (one EXISTS); then
+      // the lease, the token (a new key's counter, seeded from the script's TIME), and the record
+      // with the counter and the key's current occurrence (one HSET).
       time: 1,
       hmget: 1,
       exists: 1,
       set: 2,
-      hset: 2,
-      zadd: 1,
+      hset: 1,
     });
     const { lease } = claim;
     const finishing = await commandsOf(() => store.finishOccurrence(lease, { outcome: 'success' }));
     expect(finishing).toEqual({
       evalsha: 1,
       time: 1,
-      // The version's parts (the lease with the key's token; the records with the counter), the
-      // record, the lease freed with the current occurrence (one DEL), its release published. Not
-      // the index of running occurrences: its record says it never joined it (granted to a claim
-      // with a concurrency of 1).
+      // The version's parts (the lease with the key's token and its waiters key; the records with
+      // the counter), the record with the current occurrence emptied, the lease freed (with an
+      // earlier release's current occurrence: one DEL). Nobody waits on the key: nothing
+      // published. Not the index of running occurrences: its record says it never joined it
+      // (granted to a claim with a concurrency of 1).
       mget: 1,
       hmget: 1,
       hset: 1,
       del: 1,
-      publish: 1,
     });
+  });
+
+  it("a release publishes on the key's channel while someone waits on the key, and only then", async () => {
+    const job = { job: 'awaited', key: 'awaited' } as const;
+    const first = await store.claimOccurrence(request(job));
+    if (first.status !== 'granted') throw new Error(JSON.stringify(first));
+    let woken = 0;
+    let resolve = () => {};
+    const marked = new Promise<void>((done) => {
+      resolve = done;
+    });
+    const unsubscribe = store.onRelease('awaited', () => {
+      woken++;
+      resolve();
+    });
+    // Woken once the subscription and the waiters key are in place (a release may have come before).
+    await marked;
+    expect(await client.pttl('reads:{awaited}:waiters')).toBeGreaterThan(20_000);
+    const before = woken;
+    const finishing = await commandsOf(() => store.finishOccurrence(first.lease, { outcome: 'success' }));
+    expect(finishing.publish).toBe(1);
+    await vi.waitFor(() => expect(woken).toBeGreaterThan(before));
+    unsubscribe();
+    await client.del('reads:{awaited}:waiters');
+    const second = await store.claimOccurrence(request({ ...job, scheduledAt: at + 1_000 }));
+    if (second.status !== 'granted') throw new Error(JSON.stringify(second));
+    const quiet = await commandsOf(() => store.finishOccurrence(second.lease, { outcome: 'success' }));
+    expect(quiet.publish).toBeUndefined();
   });
 
   it('a claim of a finished occurrence reads its record alone; a manual run or a backfill reads the view', async () => {
@@ -332,6 +359,30 @@ describe.skipIf(privateRedisUnavailableReason())('RedisLockStore: what a claim r
     if (after?.status !== 'granted') throw new Error(JSON.stringify(after));
     expect(claiming.evalsha).toBe(3);
     await fresh.finishOccurrence(after.lease, { outcome: 'success' });
+  });
+
+  it("an occurrence an earlier release granted (the key's current hash, no `c` in the records) and left running is still taken over", async () => {
+    const job = { job: 'upgraded', key: 'upgraded' } as const;
+    const records = 'reads:{upgraded}:occ:upgraded';
+    const first = await store.claimOccurrence(request(job));
+    if (first.status !== 'granted') throw new Error(JSON.stringify(first));
+    // As an earlier release leaves it when its instance dies: the occurrence in the key's
+    // `current` hash, the lease run out.
+    await client.hdel(records, 'c');
+    await client.hset('reads:{upgraded}:current', 'job', 'upgraded', 'at', String(at));
+    await client.del('reads:{upgraded}:lease');
+    const fresh = new RedisLockStore(client, { prefix: 'reads:' });
+    const next = await fresh.claimOccurrence(
+      request({ ...job, scheduledAt: at + 1_000, overlap: 'buffer-one' }),
+    );
+    expect(next).toMatchObject({ status: 'granted', lease: { scheduledAt: at }, takeover: true });
+    if (next.status !== 'granted') return;
+    expect(next.lease.token).toBeGreaterThan(first.lease.token);
+    expect(await client.hget(records, 'c')).toBe(`${at} ${next.lease.token}`);
+    await fresh.finishOccurrence(next.lease, { outcome: 'success' });
+    // Released: the current occurrence emptied, the earlier release's hash gone with the lease.
+    expect(await client.hget(records, 'c')).toBe('');
+    expect(await client.exists('reads:{upgraded}:current', 'reads:{upgraded}:lease')).toBe(0);
   });
 
   it('the latest success is read from the records, newest first, past failures and skips (more than one page of them), and none is kept apart from them', async () => {

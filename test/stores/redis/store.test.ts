@@ -216,8 +216,6 @@ describe.skipIf(privateRedisUnavailableReason())('RedisLockStore on a private Re
       }),
     ).toMatchObject({ status: 'wait' });
     expect(await scanKeys(admin, '*')).toEqual([
-      'billing:{nightly-lock}:current',
-      'billing:{nightly-lock}:idx:nightly',
       'billing:{nightly-lock}:lease',
       'billing:{nightly-lock}:occ:nightly',
       'billing:{nightly-lock}:queue:nightly',
@@ -231,9 +229,9 @@ describe.skipIf(privateRedisUnavailableReason())('RedisLockStore on a private Re
     // Nothing under the job's own name (no key given means the job's name is its key).
     expect(await store.runHistory('nightly')).toEqual([]);
     expect(await store.lastCompleted('nightly')).toBeUndefined();
-    // Finished: the lease and the key's current occurrence are gone; the queued one waits for its next claim.
+    // Finished: the lease is gone (the key's current occurrence, a field of the records, emptied);
+    // the queued one waits for its next claim.
     expect(await scanKeys(admin, 'billing:{nightly-lock}:*')).toEqual([
-      'billing:{nightly-lock}:idx:nightly',
       'billing:{nightly-lock}:occ:nightly',
       'billing:{nightly-lock}:queue:nightly',
       'billing:{nightly-lock}:token',
@@ -346,11 +344,12 @@ describe.skipIf(privateRedisUnavailableReason())('RedisLockStore on a private Re
       await store.runHistory(name);
       await store.lastCompleted(name);
     };
-    // acquire, renew, inspect, release, runHistory, lastCompleted: one each; the claim of a new
+    // acquire, renew, inspect, release, runHistory: one script each; lastCompleted: the records'
+    // fields (HKEYS), then the newest records (HMGET), decoded in the process; the claim of a new
     // job: a write, decided on the view presumed empty for a job this process knows nothing of;
     // its renewal and its finish: a write each, decided on what the store knows after its own
     // last write.
-    const perRound = 6 + 1 + 1 + 1;
+    const perRound = 5 + 2 + 1 + 1 + 1;
     // The first use of a script on a server is EVALSHA, NOSCRIPT, then EVAL (which loads it).
     await round('warm-up');
     const monitor = await admin.monitor();
@@ -370,7 +369,7 @@ describe.skipIf(privateRedisUnavailableReason())('RedisLockStore on a private Re
     await marker;
     monitor.disconnect();
     expect(sent.length).toBe(rounds * perRound);
-    expect(new Set(sent)).toEqual(new Set(['evalsha']));
+    expect(new Set(sent)).toEqual(new Set(['evalsha', 'hkeys', 'hmget']));
   });
 
   it('keeps working after the script cache is flushed (NOSCRIPT falls back to EVAL)', async () => {
@@ -757,13 +756,12 @@ describe.skipIf(privateRedisUnavailableReason())('RedisLockStore on a private Re
           ),
         );
       }
-      expect(await admin.zcard('ledger-limit:{limit}:idx:limit')).toBe(ledgerRecordLimit);
-      // The records, and the job's version counter (field `v`).
-      expect(await admin.hlen('ledger-limit:{limit}:occ:limit')).toBe(ledgerRecordLimit + 1);
+      // The records, the job's version counter (field `v`) and the key's current occurrence (`c`).
+      expect(await admin.hlen('ledger-limit:{limit}:occ:limit')).toBe(ledgerRecordLimit + 2);
       const lease = await grantOf(store, { job: 'limit' });
       await store.finishOccurrence(lease, { outcome: 'success' });
-      expect(await admin.zcard('ledger-limit:{limit}:idx:limit')).toBe(ledgerRecordLimit);
-      expect(await admin.hlen('ledger-limit:{limit}:occ:limit')).toBe(ledgerRecordLimit + 1);
+      expect(await admin.hlen('ledger-limit:{limit}:occ:limit')).toBe(ledgerRecordLimit + 2);
+      expect(await admin.exists('ledger-limit:{limit}:idx:limit')).toBe(0);
       const kept = await store.runHistory('limit', { limit: ledgerRecordLimit });
       expect(kept.at(-1)?.scheduledAt).toBe(first + extra + 1);
       expect(kept[0]).toMatchObject({ scheduledAt: lease.scheduledAt, outcome: 'success' });
