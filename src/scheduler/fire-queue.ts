@@ -24,10 +24,20 @@ export interface FireQueueOptions<Entry extends DueEntry> {
   readonly onClockStep?: (stepMs: number) => void;
   /** The longest the queue sleeps before it reads the wall clock again. Defaults to 1 s. */
   readonly recheckEveryMs?: number;
+  /**
+   * Called `prepareLeadMs` before an instant after a longer sleep, so that what the instant's fires
+   * need first (a connection to the store, a process woken from idle) is awake when they start.
+   */
+  readonly onPrepare?: () => void;
+  /** How long before an instant `onPrepare` is called. Defaults to 5 ms. */
+  readonly prepareLeadMs?: number;
 }
 
 /** An entry's next due instant, `undefined` for none, or a function that tells it later. */
 export type NextDue = number | undefined | (() => number | undefined);
+
+/** How long before an instant the queue calls `onPrepare`, by default. */
+export const defaultPrepareLeadMs = 5;
 
 /** Wall-clock moves against the monotonic clock smaller than this are drift, not a step. */
 const clockStepThresholdMs = 1_000;
@@ -52,6 +62,10 @@ export class FireQueue<Entry extends DueEntry> {
   readonly #onDue: FireQueueOptions<Entry>['onDue'];
   readonly #onClockStep: FireQueueOptions<Entry>['onClockStep'];
   readonly #recheckEveryMs: number;
+  readonly #onPrepare: (() => void) | undefined;
+  readonly #prepareLeadMs: number;
+  /** The instant `onPrepare` was last called for. */
+  #preparedFor: number | undefined;
   readonly #heap: Entry[] = [];
   #running = false;
   /** True while due entries are handed out: the wake arms the timer once when done. */
@@ -69,6 +83,8 @@ export class FireQueue<Entry extends DueEntry> {
     this.#onDue = options.onDue;
     this.#onClockStep = options.onClockStep;
     this.#recheckEveryMs = options.recheckEveryMs ?? 1_000;
+    this.#onPrepare = options.onPrepare;
+    this.#prepareLeadMs = options.prepareLeadMs ?? defaultPrepareLeadMs;
   }
 
   get size(): number {
@@ -105,9 +121,32 @@ export class FireQueue<Entry extends DueEntry> {
     if (!this.#running || first === undefined) return;
     this.#armedWall = this.#time.now();
     this.#armedMonotonic = this.#time.monotonic();
-    const waitMs = Math.min(Math.max(first.dueAt - this.#armedWall, 0), this.#recheckEveryMs, maxTimerDelay);
+    const untilDue = first.dueAt - this.#armedWall;
+    const waitMs = Math.min(Math.max(untilDue, 0), this.#recheckEveryMs, maxTimerDelay);
+    // The instant comes within this sleep: wake a little before it first (see `onPrepare`).
+    if (
+      this.#onPrepare !== undefined &&
+      waitMs === untilDue &&
+      untilDue > this.#prepareLeadMs &&
+      this.#preparedFor !== first.dueAt
+    ) {
+      this.#timer = this.#time.setTimeout(this.#prepare, untilDue - this.#prepareLeadMs);
+      return;
+    }
     this.#timer = this.#time.setTimeout(this.#wake, waitMs);
   }
+
+  readonly #prepare = (): void => {
+    this.#timer = undefined;
+    if (!this.#running) return;
+    this.#preparedFor = this.#heap[0]?.dueAt;
+    try {
+      this.#onPrepare?.();
+    } catch {
+      // Only a head start: the instant's fires do without it.
+    }
+    this.#arm();
+  };
 
   #clearTimer(): void {
     if (this.#timer === undefined) return;

@@ -199,6 +199,12 @@ export class JobRunner {
     this.#queue = new FireQueue({
       time: this.#time,
       onDue: (scheduled, now) => this.#onDue(scheduled, now),
+      // A few ms before an instant, one request to the store (its clock) when some job claims
+      // through it: the connection, the store and this process are awake when the claims go out.
+      onPrepare:
+        this.#clock.hasStoreClock && this.#jobs.some(({ job }) => job.lock !== false)
+          ? () => this.#prepareStore()
+          : undefined,
       onClockStep: (stepMs) =>
         this.#logger.info(
           { stepMs },
@@ -691,6 +697,13 @@ export class JobRunner {
         this.#logger.debug(fields, "could not refresh the store's clock offset: keeping the last one");
       }
     }
+  }
+
+  /** Asks the store for its clock, answer unread: a few ms before an instant (the queue's `onPrepare`). */
+  #prepareStore(): void {
+    this.#environment.store.now?.().catch(() => {
+      // Only a head start: the fires ask the store themselves.
+    });
   }
 
   #scheduleClockRefresh(): void {

@@ -177,3 +177,54 @@ describe('FireQueue', () => {
     expect(handed.map((entry) => entry.name)).toEqual(['sooner']);
   });
 });
+
+describe('FireQueue: onPrepare', () => {
+  it('is called prepareLeadMs before an instant it slept toward, once an instant, and the entries still come out on the instant', async () => {
+    const time = new FakeTimeProvider(start);
+    const prepared: number[] = [];
+    const handed: number[] = [];
+    const queue = new FireQueue<Entry>({
+      time,
+      onDue: (entry, now) => {
+        handed.push(now - start);
+        return entry.everyMs === undefined ? undefined : entry.dueAt + entry.everyMs;
+      },
+      onPrepare: () => prepared.push(time.now() - start),
+      prepareLeadMs: 5,
+    });
+    // Two entries on one instant, every 2.5 s: the first instant is within the 1 s recheck, the
+    // next ones beyond it (the queue wakes at the recheck first, then prepares).
+    queue.add({ name: 'a', dueAt: start + 500, order: 0, everyMs: 2_500 });
+    queue.add({ name: 'b', dueAt: start + 500, order: 1, everyMs: 2_500 });
+    queue.start();
+    await time.advance(5_600);
+    expect(prepared).toEqual([495, 2_995, 5_495]);
+    expect(handed).toEqual([500, 500, 3_000, 3_000, 5_500, 5_500]);
+  });
+
+  it('is not called for an instant nearer than prepareLeadMs, and a throw from it delays nothing', async () => {
+    const time = new FakeTimeProvider(start);
+    let prepares = 0;
+    const handed: number[] = [];
+    const queue = new FireQueue<Entry>({
+      time,
+      onDue: (_entry, now) => {
+        handed.push(now - start);
+        return undefined;
+      },
+      onPrepare: () => {
+        prepares++;
+        throw new Error('store down');
+      },
+      prepareLeadMs: 5,
+    });
+    queue.add({ name: 'near', dueAt: start + 3, order: 0 });
+    queue.start();
+    await time.advance(3);
+    expect(prepares).toBe(0);
+    queue.add({ name: 'far', dueAt: start + 100, order: 1 });
+    await time.advance(100);
+    expect(prepares).toBe(1);
+    expect(handed).toEqual([3, 100]);
+  });
+});

@@ -5,6 +5,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import { MemoryLockStore } from '../../src/ledger/memory-store.ts';
 import { isShutdownError, isUnknownJobError } from '../../src/scheduler/errors.ts';
+import { defaultPrepareLeadMs } from '../../src/scheduler/fire-queue.ts';
 import { firstClaimer } from '../../src/scheduler/first-claims.ts';
 import type { ResolvedJob } from '../../src/scheduler/job.ts';
 import { JobSchedule } from '../../src/scheduler/occurrence.ts';
@@ -40,14 +41,16 @@ function setup(
 
 /**
  * An every-second job whose wake after its 02:00:01 fire comes `lateMs` late: the wall clock moved
- * on while no timer ran (a frozen process, a VM paused). Runs `thenMs` more, and stops.
+ * on while no timer ran (a frozen process, a VM paused). Runs `thenMs` more, and stops. The next
+ * timer is the one a few ms before the instant (the queue's `onPrepare`, the store having a
+ * clock): the wall clock moves that much more, so that it is the instant's wake that is late.
  */
 async function lateWake(lateMs: number, thenMs = 0) {
   const context = setup((probe) => [resolvedJob({ run: probe.run })]);
   const { time, runner } = context;
   await runner.start();
   await time.advance(700); // fires 02:00:01
-  time.setNow(time.now() + lateMs);
+  time.setNow(time.now() + lateMs + defaultPrepareLeadMs);
   await time.advance(1_000 + thenMs);
   await runner.stop();
   return context;

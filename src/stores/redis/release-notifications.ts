@@ -106,11 +106,16 @@ export class ReleaseNotifications {
     this.#subscriber = subscriber;
     // Its failures are the main connection's too, and reported there; a waiter polls meanwhile.
     subscriber.on('error', ignore);
+    let reconnected = false;
     subscriber.on('ready', () => {
-      if (this.#subscriber === subscriber) this.#subscribe(subscriber, [...this.#channels.keys()]);
+      if (this.#subscriber !== subscriber) return;
+      this.#subscribe(subscriber, [...this.#channels.keys()]);
+      // Redis itself may have restarted, or failed over, without the waiters keys: set again.
+      if (reconnected) for (const channel of this.#channels.values()) this.#markWaiting(channel);
     });
     subscriber.on('close', () => {
       if (this.#subscriber !== subscriber) return;
+      reconnected = true;
       for (const channel of this.#channels.values()) channel.subscribed = false;
     });
     subscriber.on('end', () => {

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { leaseSuffix, ledgerKeySuffixes, waitersSuffix } from './keys.ts';
+import { heldSuffix, leaseSuffix, ledgerKeySuffixes, waitersSuffix } from './keys.ts';
 
 /**
  * The store's Lua scripts. Each operation is one script, so it is atomic and takes one round trip:
@@ -20,8 +20,9 @@ import { leaseSuffix, ledgerKeySuffixes, waitersSuffix } from './keys.ts';
 
 /**
  * Locals: lease, tokenKey, current, owner, ttl. Leaves `token`: the new token, or false when the
- * lease is held. A plain acquire also forgets which occurrence of the run ledger held the key last
- * (`current`), as the memory store does: the key then belongs to no occurrence.
+ * lease is held. A plain acquire also forgets which occurrence of the run ledger held the key last,
+ * as the memory store does: the key then belongs to no occurrence. Its token does not match any
+ * job's `c` (see `currentOf`), and it deletes the key's `held` and an earlier release's `current`.
  *
  * The token is an `INCR` of a counter that never expires. A missing counter (a new key, or a Redis
  * restarted without persistence) is seeded from the server's `TIME` in microseconds instead of
@@ -31,7 +32,7 @@ import { leaseSuffix, ledgerKeySuffixes, waitersSuffix } from './keys.ts';
 const acquireBlock = `
 local token = false
 if redis.call('SET', lease, owner, 'NX', 'PX', ttl) then
-  redis.call('DEL', current)
+  redis.call('DEL', current, string.sub(lease, 1, ${-leaseSuffix.length - 1}) .. '${heldSuffix}')
   token = redis.call('INCR', tokenKey)
   if token == 1 then
     local time = redis.call('TIME')
@@ -116,11 +117,11 @@ return { owner, redis.call('GET', KEYS[2]) or '0', redis.call('PTTL', KEYS[1]), 
  * The run ledger's two scripts: a read and a conditional write of one job's ledger on one key (see
  * src/ledger/engine.ts). They decide nothing: the decisions run in the process, between them.
  *
- * KEYS as the batch form hands them to the body (10, one `{key}` hash tag, see keys.ts; a call sends
+ * KEYS as the batch form hands them to the body (11, one `{key}` hash tag, see keys.ts; a call sends
  * the first alone): 1 lease, 2 token, 3 current (earlier releases'),
  * 4 occurrences (with the job's version counter in its field `v`, which every ledger write, pause
  * and resume of the job increments, and the key's current occurrence in `c`), 5 index (earlier
- * releases'), 6 queue, 7 succeeded (earlier releases'), 8 paused, 9 running, 10 waiters.
+ * releases'), 6 queue, 7 succeeded (earlier releases'), 8 paused, 9 running, 10 waiters, 11 held.
  *
  * The read's ARGV: job, the decision it is for ('claim', 'claim-running', 'renew' or 'finish': a
  * claim reads the queue and the pause, a 'claim-running' the running occurrences too; with
@@ -196,14 +197,17 @@ local function occurrencesOf(records)
 end
 
 -- The occurrence of \`job\` the key's lease was last granted to, or false: the job's field \`c\`
--- ('<occurrence> <token>', '' once released) while the key's last token is the one in it (a later
--- acquisition, a plain one or another job's grant, issued another). When it does not tell, the
--- key's \`current\` hash, which earlier releases wrote at each grant (and a plain acquire clears).
-local function currentOf(KEYS, job, keyToken)
+-- ('<occurrence> <token>', ' <token>' once released) while no acquisition took the key's lease
+-- since: while its token is the one \`held\` keeps, or the key's last token when \`held\` is not
+-- there (grants that do not take the lease issue tokens, see the write). When it does not tell,
+-- the key's \`current\` hash, which earlier releases wrote at each grant (a plain acquire clears it).
+local function currentOf(KEYS, job, lastHeld)
   local c = redis.call('HGET', KEYS[4], 'c')
-  if c and c ~= '' then
+  if c then
     local space = string.find(c, ' ', 1, true)
-    if string.sub(c, space + 1) == keyToken then return string.sub(c, 1, space - 1) end
+    if space and string.sub(c, space + 1) == lastHeld then
+      return space > 1 and string.sub(c, 1, space - 1) or false
+    end
   end
   local current = redis.call('HMGET', KEYS[3], 'job', 'at')
   return current[1] == job and current[2] or false
@@ -225,10 +229,10 @@ local function readView(KEYS, ARGV, now)
     end
   end
   local claim, running = kind == 'claim' or kind == 'claim-running', kind == 'claim-running'
-  local lease = redis.call('MGET', KEYS[1], KEYS[2])
+  local lease = redis.call('MGET', KEYS[1], KEYS[2], KEYS[11])
   local owner, keyToken = lease[1], lease[2]
   local pttl = owner and redis.call('PTTL', KEYS[1]) or -2
-  local currentAt = currentOf(KEYS, job, keyToken)
+  local currentAt = currentOf(KEYS, job, lease[3] or keyToken)
   local paused, queue = 0, {}
   if claim then
     paused = redis.call('EXISTS', KEYS[8])
@@ -298,14 +302,15 @@ end
 
 -- The version of what the decision for ARGV (a job, the number of occurrences asked about, those)
 -- read, as it is now. Returns it, the position of the first ARGV after those, the job's counter and
--- the key's token (false for none), and whether someone waits on the key (its waiters key).
+-- the key's token (false for none), whether someone waits on the key (its waiters key), and the
+-- token the key's \`held\` keeps (false for none).
 -- \`got\`: the job's counter and those records, when the caller read them already.
 local function versionNow(KEYS, ARGV, got)
   local asked = tonumber(ARGV[2])
-  local lease = redis.call('MGET', KEYS[1], KEYS[2], KEYS[10])
+  local lease = redis.call('MGET', KEYS[1], KEYS[2], KEYS[10], KEYS[11])
   local records = got or redis.call('HMGET', KEYS[4], 'v', unpack(ARGV, 3, 2 + asked))
   local counter = table.remove(records, 1)
-  return digestOf(counter, lease[1], lease[2], records, asked), 3 + asked, counter, lease[2], lease[3] ~= false
+  return digestOf(counter, lease[1], lease[2], records, asked), 3 + asked, counter, lease[2], lease[3] ~= false, lease[4]
 end
 `;
 
@@ -330,7 +335,8 @@ return view
  * record; `succeeded:<job>`, KEYS[7]) are neither written nor read: the records hash's own fields
  * tell what is recorded (`occurrencesOf`). A grant that takes the key's lease writes the key's
  * current occurrence into the records' HSET (field `c`, see `currentOf`), a release of it
- * empties it; a release publishes on the key's channel only when someone waits on the key.
+ * empties it (leaving the token it is checked against); a grant that does not take the lease
+ * keeps the token of the last one that did in `held`, once; a release publishes on the key's channel only when someone waits on the key.
  * Writes nothing and replies 0 when the version changed (or a known view's time is off), or
  * { 0, the store's time, the records asked about } when a claim's counter did and those records
  * are all there (the process may decide on them alone, as on a read of them); else
@@ -361,14 +367,14 @@ if expected ~= '' then
     return 0
   end
 end
-local version, at, counter, keyToken, waiting
+local version, at, counter, keyToken, waiting, held
 if expected == '=' then
   -- Presumed new: no lease, token, records or pause of the job or its key (see above).
   if redis.call('EXISTS', KEYS[1], KEYS[2], KEYS[5], KEYS[8]) ~= 0 then return 0 end
   counter = table.remove(got, 1)
   version, at, keyToken = digestOf(counter, false, false, got, asked), 3 + asked, false
 else
-  version, at, counter, keyToken, waiting = versionNow(KEYS, ARGV, got)
+  version, at, counter, keyToken, waiting, held = versionNow(KEYS, ARGV, got)
 end
 if version ~= ARGV[at] then return 0 end
 -- A decision made on a view the process knew rather than read: made at a time no later than now,
@@ -388,6 +394,7 @@ local renewTtl, releaseChannel, clearCurrent = ARGV[at + 5], ARGV[at + 6], ARGV[
 local puts, drops = tonumber(ARGV[at + 8]), tonumber(ARGV[at + 9])
 local token = -1
 if grantAt ~= '' then
+  local before = keyToken
   if keyToken then
     token = redis.call('INCR', KEYS[2])
   else
@@ -400,11 +407,18 @@ if grantAt ~= '' then
     redis.call('SET', KEYS[1], grantOwner, 'PX', grantTtl)
     -- The key's current occurrence, in the records' HSET (see currentOf).
     hashWrites[3], hashWrites[4] = 'c', grantAt .. ' ' .. keyToken
+    if held then redis.call('DEL', KEYS[11]) end
+    held = false
+  elseif before and not held then
+    -- A grant that does not take the lease: the token of the last acquisition that did stays
+    -- the one a current occurrence is checked against (see currentOf).
+    redis.call('SET', KEYS[11], before)
+    held = before
   end
 end
-if releaseChannel ~= '' and clearCurrent and not hashWrites[3] then hashWrites[3], hashWrites[4] = 'c', '' end
--- A new job's: none yet.
-if not counter and not hashWrites[3] then hashWrites[3], hashWrites[4] = 'c', '' end
+if releaseChannel ~= '' and clearCurrent and not hashWrites[3] then
+  hashWrites[3], hashWrites[4] = 'c', ' ' .. (held or keyToken or '')
+end
 local function index(key, field, change)
   if change == '1' then redis.call('ZADD', key, field, field) elseif change == '-1' then redis.call('ZREM', key, field) end
 end

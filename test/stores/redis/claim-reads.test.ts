@@ -381,8 +381,45 @@ describe.skipIf(privateRedisUnavailableReason())('RedisLockStore: what a claim r
     expect(await client.hget(records, 'c')).toBe(`${at} ${next.lease.token}`);
     await fresh.finishOccurrence(next.lease, { outcome: 'success' });
     // Released: the current occurrence emptied, the earlier release's hash gone with the lease.
-    expect(await client.hget(records, 'c')).toBe('');
+    expect(await client.hget(records, 'c')).toBe(` ${next.lease.token}`);
     expect(await client.exists('reads:{upgraded}:current', 'reads:{upgraded}:lease')).toBe(0);
+  });
+
+  it("a grant that does not take the key's lease (a forced manual run, a job sharing the key with allow-all) leaves the current occurrence current: taken over, or cancelled by cancel-other", async () => {
+    const records = (job: string, key: string) => `reads:{${key}}:occ:${job}`;
+    // A forced manual run while an occurrence holds the key, then that occurrence's lease runs out.
+    const first = await store.claimOccurrence(request({ job: 'forced', key: 'forced' }));
+    if (first.status !== 'granted') throw new Error(JSON.stringify(first));
+    const forced = await store.claimOccurrence(
+      request({ job: 'forced', key: 'forced', scheduledAt: at + 500, manual: true, force: true }),
+    );
+    expect(forced).toMatchObject({ status: 'granted', lease: { scheduledAt: at + 500 } });
+    expect(await client.get('reads:{forced}:held')).toBe(String(first.lease.token));
+    await client.del('reads:{forced}:lease');
+    const next = await new RedisLockStore(client, { prefix: 'reads:' }).claimOccurrence(
+      request({ job: 'forced', key: 'forced', scheduledAt: at + 1_000, overlap: 'buffer-one' }),
+    );
+    expect(next).toMatchObject({ status: 'granted', lease: { scheduledAt: at }, takeover: true });
+    if (next.status !== 'granted') return;
+    // It took the lease: the key's held token is gone, the current occurrence is checked against the key's.
+    expect(await client.exists('reads:{forced}:held')).toBe(0);
+    expect(await client.hget(records('forced', 'forced'), 'c')).toBe(`${at} ${next.lease.token}`);
+
+    // Another job under the same key, allow-all, granted while an occurrence holds it: a
+    // cancel-other fire still finds the holder.
+    const holder = await store.claimOccurrence(request({ job: 'holder', key: 'shared' }));
+    if (holder.status !== 'granted') throw new Error(JSON.stringify(holder));
+    const beside = await store.claimOccurrence(
+      request({ job: 'beside', key: 'shared', overlap: 'allow-all' }),
+    );
+    expect(beside).toMatchObject({ status: 'granted' });
+    const cancelling = await new RedisLockStore(client, { prefix: 'reads:' }).claimOccurrence(
+      request({ job: 'holder', key: 'shared', scheduledAt: at + 1_000, overlap: 'cancel-other' }),
+    );
+    expect(cancelling).toMatchObject({ status: 'wait' });
+    expect(JSON.parse((await client.hget(records('holder', 'shared'), String(at)))!)).toMatchObject({
+      cancelled: true,
+    });
   });
 
   it('the latest success is read from the records, newest first, past failures and skips (more than one page of them), and none is kept apart from them', async () => {

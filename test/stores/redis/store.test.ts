@@ -756,10 +756,11 @@ describe.skipIf(privateRedisUnavailableReason())('RedisLockStore on a private Re
           ),
         );
       }
-      // The records, the job's version counter (field `v`) and the key's current occurrence (`c`).
-      expect(await admin.hlen('ledger-limit:{limit}:occ:limit')).toBe(ledgerRecordLimit + 2);
+      // The records and the job's version counter (field `v`).
+      expect(await admin.hlen('ledger-limit:{limit}:occ:limit')).toBe(ledgerRecordLimit + 1);
       const lease = await grantOf(store, { job: 'limit' });
       await store.finishOccurrence(lease, { outcome: 'success' });
+      // With the key's current occurrence since the grant (field `c`).
       expect(await admin.hlen('ledger-limit:{limit}:occ:limit')).toBe(ledgerRecordLimit + 2);
       expect(await admin.exists('ledger-limit:{limit}:idx:limit')).toBe(0);
       const kept = await store.runHistory('limit', { limit: ledgerRecordLimit });
