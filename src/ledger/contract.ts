@@ -266,6 +266,13 @@ export interface RunLedger {
   resumeJob?(job: string, options: { key: string }): Promise<void>;
   /** The job's pause (store clock), or `undefined` when it is not paused. */
   pauseOf?(job: string, options: { key: string }): Promise<JobPause | undefined>;
+  /**
+   * Called by the scheduler a few ms before an instant its jobs claim at (its answer unread): a
+   * store whose claims all go through one connection sends it a request, so that the connection,
+   * the server and the process are awake when the claims go out. Optional: a store of pooled
+   * connections, whose claims may take another connection, leaves it out.
+   */
+  warmUp?(): Promise<unknown>;
 }
 
 /** A {@link RunLedger} whose jobs can be paused: one with all three pause methods. */

@@ -37,7 +37,7 @@ export interface FireQueueOptions<Entry extends DueEntry> {
 export type NextDue = number | undefined | (() => number | undefined);
 
 /** How long before an instant the queue calls `onPrepare`, by default. */
-export const defaultPrepareLeadMs = 5;
+const defaultPrepareLeadMs = 5;
 
 /** Wall-clock moves against the monotonic clock smaller than this are drift, not a step. */
 const clockStepThresholdMs = 1_000;

@@ -199,11 +199,12 @@ export class JobRunner {
     this.#queue = new FireQueue({
       time: this.#time,
       onDue: (scheduled, now) => this.#onDue(scheduled, now),
-      // A few ms before an instant, one request to the store (its clock) when some job claims
-      // through it: the connection, the store and this process are awake when the claims go out.
+      // A few ms before an instant, one request to the store when some job claims through it
+      // (see `RunLedger.warmUp`): the claims then go out on an awake connection.
       onPrepare:
-        this.#clock.hasStoreClock && this.#jobs.some(({ job }) => job.lock !== false)
-          ? () => this.#prepareStore()
+        typeof this.#environment.ledger?.warmUp === 'function' &&
+        this.#jobs.some(({ job }) => job.lock !== false)
+          ? () => this.#warmUpStore()
           : undefined,
       onClockStep: (stepMs) =>
         this.#logger.info(
@@ -699,9 +700,9 @@ export class JobRunner {
     }
   }
 
-  /** Asks the store for its clock, answer unread: a few ms before an instant (the queue's `onPrepare`). */
-  #prepareStore(): void {
-    this.#environment.store.now?.().catch(() => {
+  /** A few ms before an instant (the queue's `onPrepare`): `RunLedger.warmUp`, answer unread. */
+  #warmUpStore(): void {
+    this.#environment.ledger?.warmUp?.().catch(() => {
       // Only a head start: the fires ask the store themselves.
     });
   }

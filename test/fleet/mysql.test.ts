@@ -48,7 +48,12 @@ interface Entry {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** A config with one job `tick` that records its phases and writes through the fence with its token. */
+/**
+ * A config with one job `tick` that records its phases and writes through the fence with its token.
+ * A run works 200 ms, or as long as the test's `<prefix>hold:<scheduledAt>` says (read and deleted
+ * by the run of that occurrence): the test freezes or kills a holder whose run it holds, so the
+ * signal lands mid-run however slowly the machine answers.
+ */
 function writeFixture(prefix: string, table: string): RunFixture {
   const directory = mkdtempSync(join(tmpdir(), 'resil-mysql-fleet-'));
   const configPath = join(directory, 'resil.config.mjs');
@@ -86,8 +91,9 @@ export default defineConfig({
       lock: { ttl: 3_000, wait: 3_000 },
       run: async (ctx) => {
         const base = { scheduledAt: ctx.scheduledAt.getTime(), instance, token: ctx.token };
+        const held = Number((await recorder.getdel(${JSON.stringify(`${prefix}hold:`)} + base.scheduledAt)) ?? 0);
         await record('start', base);
-        await new Promise((resolve) => setTimeout(resolve, 200));
+        await new Promise((resolve) => setTimeout(resolve, held || 200));
         // A careless job: it ignores its signal; only the fence stops its write.
         for (let attempt = 0; ; attempt++) {
           try {
@@ -161,13 +167,16 @@ describe.skipIf(!redisUrl || !faketime || !mariadb)(
       processes.push(run);
       return run;
     };
-    /** The first start record at or after `after` (Redis TIME), waiting for it. */
-    const nextStart = async (after: number): Promise<Entry> => {
+    /** Holds the run of the occurrence at `instant` for `ms` (see writeFixture), and waits for its start. */
+    const heldStart = async (instant: number, ms: number): Promise<Entry> => {
+      await client.set(`${fixture.prefix}hold:${instant}`, String(ms));
       const deadline = performance.now() + 10_000;
       for (;;) {
-        const found = (await entries()).find((entry) => entry.phase === 'start' && entry.at >= after);
+        const found = (await entries()).find(
+          (entry) => entry.phase === 'start' && entry.scheduledAt === instant,
+        );
         if (found) return found;
-        if (performance.now() > deadline) throw new Error('no job start seen');
+        if (performance.now() > deadline) throw new Error(`no start of ${instant} seen`);
         await sleep(10);
       }
     };
@@ -181,15 +190,15 @@ describe.skipIf(!redisUrl || !faketime || !mariadb)(
       );
       const from = Math.ceil((await redisNow()) / 1000) * 1000 + 3_000;
 
-      // Freeze the holder of an occurrence right after its start, for longer than its ttl.
-      const frozen = await nextStart(from);
+      // Freeze the holder of an occurrence mid-run, for longer than its ttl.
+      const frozen = await heldStart(from + 1_000, 2_000);
       const paused = fleet.find((run) => run.instance === frozen.instance)!;
       paused.process.kill('SIGSTOP');
       await sleep(5_000);
       paused.process.kill('SIGCONT');
       await sleep(2_000);
-      // Kill the holder of the next occurrence mid-run.
-      const killedStart = await nextStart(await redisNow());
+      // Kill the holder of an occurrence mid-run.
+      const killedStart = await heldStart(Math.ceil((await redisNow()) / 1000) * 1000 + 2_000, 30_000);
       const killed = fleet.find((run) => run.instance === killedStart.instance)!;
       killed.process.kill('SIGKILL');
       await killed.process.exited;

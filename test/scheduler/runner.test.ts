@@ -5,7 +5,6 @@
 import { describe, expect, it, vi } from 'vitest';
 import { MemoryLockStore } from '../../src/ledger/memory-store.ts';
 import { isShutdownError, isUnknownJobError } from '../../src/scheduler/errors.ts';
-import { defaultPrepareLeadMs } from '../../src/scheduler/fire-queue.ts';
 import { firstClaimer } from '../../src/scheduler/first-claims.ts';
 import type { ResolvedJob } from '../../src/scheduler/job.ts';
 import { JobSchedule } from '../../src/scheduler/occurrence.ts';
@@ -41,16 +40,14 @@ function setup(
 
 /**
  * An every-second job whose wake after its 02:00:01 fire comes `lateMs` late: the wall clock moved
- * on while no timer ran (a frozen process, a VM paused). Runs `thenMs` more, and stops. The next
- * timer is the one a few ms before the instant (the queue's `onPrepare`, the store having a
- * clock): the wall clock moves that much more, so that it is the instant's wake that is late.
+ * on while no timer ran (a frozen process, a VM paused). Runs `thenMs` more, and stops.
  */
 async function lateWake(lateMs: number, thenMs = 0) {
   const context = setup((probe) => [resolvedJob({ run: probe.run })]);
   const { time, runner } = context;
   await runner.start();
   await time.advance(700); // fires 02:00:01
-  time.setNow(time.now() + lateMs + defaultPrepareLeadMs);
+  time.setNow(time.now() + lateMs);
   await time.advance(1_000 + thenMs);
   await runner.stop();
   return context;
@@ -529,6 +526,29 @@ describe('JobRunner: many jobs due at one instant', () => {
 });
 
 describe('JobRunner: one timer', () => {
+  it("calls the store's warmUp a few ms before each instant its jobs claim at, and fires on the instant", async () => {
+    const time = new FakeTimeProvider(start + 300);
+    const store = new ControlledStore(time);
+    const warmedAt: number[] = [];
+    Object.assign(store, {
+      warmUp: async () => {
+        warmedAt.push(time.now() - start);
+        throw new Error('a warm-up that fails delays nothing');
+      },
+    });
+    const probe = new JobProbe(time, store);
+    const runner = new JobRunner({
+      config: resolvedConfig(store, [resolvedJob({ schedule: '*/2 * * * * *', run: probe.run })]),
+      logger: new RecordingLogger(),
+      timeProvider: time,
+    });
+    await runner.start();
+    await time.advance(4_000);
+    await runner.stop();
+    expect(warmedAt).toEqual([1_995, 3_995]);
+    expect(scheduledTimes(probe)).toEqual(['2026-01-01T02:00:02.000Z', '2026-01-01T02:00:04.000Z']);
+  });
+
   it('schedules many jobs on one timer and builds a job pipeline only when the job first fires', async () => {
     const time = new FakeTimeProvider(start + 300);
     const store = new ControlledStore(time);

@@ -79,10 +79,10 @@ return 0
  */
 const releaseBlock = `
 local released = 0
-local held = redis.call('MGET', lease, string.sub(lease, 1, ${-leaseSuffix.length - 1}) .. '${waitersSuffix}')
-if held[1] == owner then
+local found = redis.call('MGET', lease, string.sub(lease, 1, ${-leaseSuffix.length - 1}) .. '${waitersSuffix}')
+if found[1] == owner then
   redis.call('DEL', lease)
-  if held[2] then redis.call('PUBLISH', channel, '') end
+  if found[2] then redis.call('PUBLISH', channel, '') end
   released = 1
 end
 `;
@@ -336,7 +336,8 @@ return view
  * tell what is recorded (`occurrencesOf`). A grant that takes the key's lease writes the key's
  * current occurrence into the records' HSET (field `c`, see `currentOf`), a release of it
  * empties it (leaving the token it is checked against); a grant that does not take the lease
- * keeps the token of the last one that did in `held`, once; a release publishes on the key's channel only when someone waits on the key.
+ * keeps the token of the last one that did in `held`, once; a release publishes on the key's
+ * channel only when someone waits on the key.
  * Writes nothing and replies 0 when the version changed (or a known view's time is off), or
  * { 0, the store's time, the records asked about } when a claim's counter did and those records
  * are all there (the process may decide on them alone, as on a read of them); else

@@ -342,6 +342,14 @@ export class RedisLockStore
     return { owner, token: Number(issued), expiresAt: new Date(expiresAt) };
   }
 
+  /**
+   * Reads the server's clock (see `RunLedger.warmUp`): every claim goes through the client's one
+   * connection, which this wakes, and the reading refreshes the store time known views decide at.
+   */
+  warmUp(): Promise<number> {
+    return this.now();
+  }
+
   /** The Redis server's clock (`TIME`), in epoch ms. */
   async now(): Promise<number> {
     const client = this.client;
