@@ -138,14 +138,19 @@ export class FireQueue<Entry extends DueEntry> {
 
   readonly #prepare = (): void => {
     this.#timer = undefined;
-    if (!this.#running) return;
-    this.#preparedFor = this.#heap[0]?.dueAt;
+    const first = this.#heap[0];
+    if (!this.#running || first === undefined) return;
+    this.#preparedFor = first.dueAt;
     try {
       this.#onPrepare?.();
     } catch {
       // Only a head start: the instant's fires do without it.
     }
-    this.#arm();
+    if (this.#timer !== undefined) return;
+    // The rest of the same sleep: its wake compares both clocks since it began, so a clock step
+    // during the sleep is still told.
+    const waitMs = Math.min(Math.max(first.dueAt - this.#time.now(), 0), this.#recheckEveryMs);
+    this.#timer = this.#time.setTimeout(this.#wake, waitMs);
   };
 
   #clearTimer(): void {

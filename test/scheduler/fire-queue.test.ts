@@ -202,6 +202,32 @@ describe('FireQueue: onPrepare', () => {
     expect(handed).toEqual([500, 500, 3_000, 3_000, 5_500, 5_500]);
   });
 
+  it('tells a wall clock step during a sleep that ends in onPrepare, as during any sleep', async () => {
+    const time = new FakeTimeProvider(start);
+    const steps: number[] = [];
+    const handed: number[] = [];
+    let prepares = 0;
+    const queue = new FireQueue<Entry>({
+      time,
+      onDue: (_entry, now) => {
+        handed.push(now);
+        return undefined;
+      },
+      onClockStep: (stepMs) => steps.push(stepMs),
+      onPrepare: () => prepares++,
+      prepareLeadMs: 5,
+    });
+    queue.add({ name: 'soon', dueAt: start + 500, order: 0 });
+    queue.start();
+    await time.advance(200);
+    time.setNow(time.now() + 3_600_000); // NTP, or a VM resumed, mid-sleep
+    await time.advance(300);
+    expect(prepares).toBe(1);
+    expect(handed).toEqual([start + 3_600_000 + 495]);
+    expect(steps).toHaveLength(1);
+    expect(steps[0]).toBeGreaterThan(3_500_000);
+  });
+
   it('is not called for an instant nearer than prepareLeadMs, and a throw from it delays nothing', async () => {
     const time = new FakeTimeProvider(start);
     let prepares = 0;
