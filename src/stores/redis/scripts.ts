@@ -159,6 +159,21 @@ export const historySlack = 8;
  */
 export const knownViewClockToleranceMs = 1000;
 
+/** Lua: \`occurrencesOf(records)\`, read by the claims' trims and by \`runHistory\`. */
+const occurrencesBlock = `
+-- The occurrences recorded in a job's records hash (its fields but the counter and the current
+-- occurrence), as numbers, oldest first.
+local function occurrencesOf(records)
+  local all = {}
+  for _, field in ipairs(redis.call('HKEYS', records)) do
+    local at = tonumber(field)
+    if at then all[#all + 1] = at end
+  end
+  table.sort(all)
+  return all
+end
+`;
+
 const ledgerReadBlock = `
 local function fmt(value) return string.format('%d', value) end
 
@@ -184,18 +199,7 @@ local function allThere(records, asked)
   return true
 end
 
--- The occurrences recorded in a job's records hash (its fields but the counter and the current
--- occurrence), as numbers, oldest first.
-local function occurrencesOf(records)
-  local all = {}
-  for _, field in ipairs(redis.call('HKEYS', records)) do
-    local at = tonumber(field)
-    if at then all[#all + 1] = at end
-  end
-  table.sort(all)
-  return all
-end
-
+${occurrencesBlock}
 -- The occurrence of \`job\` the key's lease was last granted to, or false: the job's field \`c\`
 -- ('<occurrence> <token>', ' <token>' once released) while no acquisition took the key's lease
 -- since: while its token is the one \`held\` keeps, or the key's last token when \`held\` is not
@@ -442,7 +446,7 @@ if releaseChannel ~= '' then
   if waiting then redis.call('PUBLISH', releaseChannel, '') end
 end
 if drops > 0 then
-  -- One command per key: the records and the index, then the queue when it held some.
+  -- One command per key: the records, then the queue when it held some.
   local dropped, queued = {}, {}
   for i = 1, drops do
     local field = ARGV[p]
@@ -461,14 +465,10 @@ return { token, fmt(nowMicros), nextCounter, keyToken or '' }
  * the last records alone (a trim keeps it to the record limit, 100 by default).
  */
 const runHistoryScript = `
-local all = {}
-for _, field in ipairs(redis.call('HKEYS', KEYS[1])) do
-  local at = tonumber(field)
-  if at then all[#all + 1] = at end
-end
-table.sort(all, function(a, b) return a > b end)
+${occurrencesBlock}
+local all = occurrencesOf(KEYS[1])
 local fields = {}
-for i = 1, math.min(#all, tonumber(ARGV[1])) do fields[i] = string.format('%d', all[i]) end
+for i = 1, math.min(#all, tonumber(ARGV[1])) do fields[i] = string.format('%d', all[#all + 1 - i]) end
 if #fields == 0 then return {} end
 local records = {}
 for _, raw in ipairs(redis.call('HMGET', KEYS[1], unpack(fields))) do
