@@ -42,12 +42,17 @@ function setup(
  * An every-second job whose wake after its 02:00:01 fire comes `lateMs` late: the wall clock moved
  * on while no timer ran (a frozen process, a VM paused). Runs `thenMs` more, and stops.
  */
+/** How long before an instant the fire queue wakes first (`FireQueue`'s `prepareLeadMs`). */
+const prepareLeadMs = 5;
+
+/** The wake for 02:00:02 comes `lateMs` after it: the wall clock moves on while no timer runs. */
 async function lateWake(lateMs: number, thenMs = 0) {
   const context = setup((probe) => [resolvedJob({ run: probe.run })]);
   const { time, runner } = context;
   await runner.start();
   await time.advance(700); // fires 02:00:01
-  time.setNow(time.now() + lateMs);
+  // The queue's first timer for 02:00:02 runs `prepareLeadMs` before it, and the wake follows at once.
+  time.setNow(time.now() + lateMs + prepareLeadMs);
   await time.advance(1_000 + thenMs);
   await runner.stop();
   return context;
