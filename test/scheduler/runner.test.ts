@@ -554,6 +554,32 @@ describe('JobRunner: one timer', () => {
     expect(scheduledTimes(probe)).toEqual(['2026-01-01T02:00:02.000Z', '2026-01-01T02:00:04.000Z']);
   });
 
+  it('wakes 5 ms before each instant with a store that has no warmUp too, and fires on the instant', async () => {
+    const time = new FakeTimeProvider(start + 300);
+    const store = new ControlledStore(time);
+    expect('warmUp' in store).toBe(false);
+    // The instants (ms after start) at which a timer's callback begins.
+    const wokeAt: number[] = [];
+    const setTimeout = time.setTimeout.bind(time);
+    time.setTimeout = (callback, ms) =>
+      setTimeout(() => {
+        wokeAt.push(time.now() - start);
+        callback();
+      }, ms);
+    const probe = new JobProbe(time, store);
+    const runner = new JobRunner({
+      config: resolvedConfig(store, [resolvedJob({ schedule: '*/2 * * * * *', run: probe.run })]),
+      logger: new RecordingLogger(),
+      timeProvider: time,
+    });
+    await runner.start();
+    await time.advance(4_000);
+    await runner.stop();
+    expect(wokeAt.filter((at) => at % 2_000 >= 1_990)).toEqual([1_995, 3_995]);
+    expect(wokeAt).toEqual(expect.arrayContaining([2_000, 4_000]));
+    expect(scheduledTimes(probe)).toEqual(['2026-01-01T02:00:02.000Z', '2026-01-01T02:00:04.000Z']);
+  });
+
   it('schedules many jobs on one timer and builds a job pipeline only when the job first fires', async () => {
     const time = new FakeTimeProvider(start + 300);
     const store = new ControlledStore(time);
