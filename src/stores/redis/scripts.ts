@@ -159,7 +159,7 @@ export const historySlack = 8;
  */
 export const knownViewClockToleranceMs = 1000;
 
-/** Lua: \`occurrencesOf(records)\`, read by the claims' trims and by \`runHistory\`. */
+/** Lua: `occurrencesOf(records)`, read by the claims' trims and by `runHistory`. */
 const occurrencesBlock = `
 -- The occurrences recorded in a job's records hash (its fields but the counter and the current
 -- occurrence), as numbers, oldest first.
