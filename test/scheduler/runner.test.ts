@@ -530,6 +530,20 @@ describe('JobRunner: many jobs due at one instant', () => {
   });
 });
 
+/** An every-2-seconds job run for the first 4 s after `start + 300`: it fires at 2 s and 4 s. */
+async function runEveryTwoSeconds(time: FakeTimeProvider, store: ControlledStore): Promise<JobProbe> {
+  const probe = new JobProbe(time, store);
+  const runner = new JobRunner({
+    config: resolvedConfig(store, [resolvedJob({ schedule: '*/2 * * * * *', run: probe.run })]),
+    logger: new RecordingLogger(),
+    timeProvider: time,
+  });
+  await runner.start();
+  await time.advance(4_000);
+  await runner.stop();
+  return probe;
+}
+
 describe('JobRunner: one timer', () => {
   it("calls the store's warmUp a few ms before each instant its jobs claim at, and fires on the instant", async () => {
     const time = new FakeTimeProvider(start + 300);
@@ -541,15 +555,7 @@ describe('JobRunner: one timer', () => {
         throw new Error('a warm-up that fails delays nothing');
       },
     });
-    const probe = new JobProbe(time, store);
-    const runner = new JobRunner({
-      config: resolvedConfig(store, [resolvedJob({ schedule: '*/2 * * * * *', run: probe.run })]),
-      logger: new RecordingLogger(),
-      timeProvider: time,
-    });
-    await runner.start();
-    await time.advance(4_000);
-    await runner.stop();
+    const probe = await runEveryTwoSeconds(time, store);
     expect(warmedAt).toEqual([1_995, 3_995]);
     expect(scheduledTimes(probe)).toEqual(['2026-01-01T02:00:02.000Z', '2026-01-01T02:00:04.000Z']);
   });
@@ -566,15 +572,7 @@ describe('JobRunner: one timer', () => {
         wokeAt.push(time.now() - start);
         callback();
       }, ms);
-    const probe = new JobProbe(time, store);
-    const runner = new JobRunner({
-      config: resolvedConfig(store, [resolvedJob({ schedule: '*/2 * * * * *', run: probe.run })]),
-      logger: new RecordingLogger(),
-      timeProvider: time,
-    });
-    await runner.start();
-    await time.advance(4_000);
-    await runner.stop();
+    const probe = await runEveryTwoSeconds(time, store);
     expect(wokeAt.filter((at) => at % 2_000 >= 1_990)).toEqual([1_995, 3_995]);
     expect(wokeAt).toEqual(expect.arrayContaining([2_000, 4_000]));
     expect(scheduledTimes(probe)).toEqual(['2026-01-01T02:00:02.000Z', '2026-01-01T02:00:04.000Z']);
