@@ -21,17 +21,27 @@ export function rateLimitTableSql(table: string): string {
 /**
  * One decision, one statement (one round trip, autocommit), under the row's lock: a new key is a
  * full bucket and its first call takes a permit; otherwise a permit is taken when the arrival time
- * is at most `tolerance` ahead of the statement's instant. The wait comes back as the statement's
- * insert id (`LAST_INSERT_ID(expr)`, as `acquire` returns its token): 0 when a permit was taken,
- * else the microseconds until one is expected. A rejected call leaves the row as it was.
+ * is at most `tolerance` ahead of the clock read under that lock (`lockedNowUs`, not the
+ * statement's instant: a statement that started first but took the lock second would otherwise
+ * judge the row another call moved at a time before that call's, and refuse a permit the budget
+ * holds). The wait comes back as the statement's insert id (`LAST_INSERT_ID(expr)`, as `acquire`
+ * returns its token): 0 when a permit was taken, else the microseconds until one is expected. A
+ * rejected call leaves the row as it was.
  *
  * Parameters: key, interval, tolerance, interval (microseconds, see `gcraMicroseconds`).
  */
 export function rateLimitSql(table: string): string {
-  const due = `GREATEST(tat_us, ${nowUs})`;
+  // The database's clock when the expression is evaluated, in epoch microseconds: the statement's
+  // instant (`nowUs`) plus the time since it (`SYSDATE(6)` is read when evaluated, `NOW(6)` is the
+  // statement's start, both in the session's time zone, which their difference leaves out). Read
+  // in the update, it is the clock once the row's lock is taken. Kept within 0 to 60 s (a statement
+  // waits no longer on a row lock by default), so that a time zone change between the two reads
+  // cannot move it by an hour; a server started with `--sysdate-is-now` gives the statement's instant.
+  const lockedNowUs = `(${nowUs} + LEAST(GREATEST(TIMESTAMPDIFF(MICROSECOND, NOW(6), SYSDATE(6)), 0), 60000000))`;
+  const due = `GREATEST(tat_us, ${lockedNowUs})`;
   return `INSERT INTO ${table} (limit_key, tat_us) VALUES (?, ${nowUs} + ? + LAST_INSERT_ID(0))
 ON DUPLICATE KEY UPDATE
-  tat_us = IF(LAST_INSERT_ID(GREATEST(${due} - ${nowUs} - ?, 0)) = 0, ${due} + ?, tat_us)`;
+  tat_us = IF(LAST_INSERT_ID(GREATEST(${due} - ${lockedNowUs} - ?, 0)) = 0, ${due} + ?, tat_us)`;
 }
 
 /**

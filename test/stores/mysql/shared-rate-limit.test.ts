@@ -2,6 +2,9 @@ import mysql from 'mysql2/promise';
 import { ResiliencePipelineBuilder } from 'resil';
 import { MysqlLockStore, mysqlLockStoreSql } from 'resil/mysql';
 import { afterAll, describe, expect, it } from 'vitest';
+// Not exported by the package: the statement and the arithmetic its parameters come from.
+import { rateLimitSql } from '../../../src/stores/mysql/shared-rate-limit.ts';
+import { gcraMicroseconds } from '../../../src/strategies/rate-limiter/shared-limiter.ts';
 import { mysqlUrlForTests, uniqueTableName } from '../../support/mysql.ts';
 import { describeSharedRateLimitConformance } from '../../support/shared-rate-limit-conformance.ts';
 
@@ -24,6 +27,53 @@ describe.skipIf(!mysqlUrl)('MysqlLockStore.sharedRateLimiter', () => {
   describeSharedRateLimitConformance('MysqlLockStore', {
     store: (prefix) => new MysqlLockStore(pool, { table, prefix }),
     invalidKey: 'x'.repeat(1_001),
+  });
+
+  it('a call whose statement started before another call that took the row first still gets the permit the budget holds', async () => {
+    const own = uniqueTableName('rate_race');
+    tables.push(own);
+    const store = new MysqlLockStore(pool, { table: own });
+    // The store creates its tables at its first use.
+    await new ResiliencePipelineBuilder()
+      .addRateLimiter({ permitLimit: 1, window: '1m', store, key: 'setup' })
+      .build()
+      .execute(() => 'ran');
+    const limits = `\`${own}_rate_limits\``;
+    const sql = rateLimitSql(limits);
+    // Bursts of 2, one permit an hour; the bucket full.
+    const { interval, tolerance } = gcraMicroseconds({ intervalMs: 3_600_000, burst: 2 });
+    await pool.query(`INSERT INTO ${limits} (limit_key, tat_us) VALUES ('race', 0)`);
+    const take = async (client: mysql.Pool | mysql.PoolConnection) => {
+      const [result] = await client.query(sql, ['race', interval, tolerance, interval]);
+      return Number((result as mysql.ResultSetHeader).insertId);
+    };
+    const holder = await pool.getConnection();
+    try {
+      await holder.query('BEGIN');
+      await holder.query(`SELECT tat_us FROM ${limits} WHERE limit_key = 'race' FOR UPDATE`);
+      // A call whose statement starts now (the server runs it: its instant is set) and waits for
+      // the row's lock...
+      const early = take(pool);
+      for (;;) {
+        const [running] = await pool.query(
+          'SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE INFO LIKE ?',
+          [`INSERT INTO ${limits}%`],
+        );
+        if (Number((running as Array<{ n: number }>)[0]!.n) > 0) break;
+      }
+      // ... while the holder takes a permit, later on the clock (as the statement would: the row
+      // one interval past the clock), and commits.
+      await holder.query(
+        `UPDATE ${limits} SET tat_us = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) + ? WHERE limit_key = 'race'`,
+        [interval],
+      );
+      await holder.query('COMMIT');
+      // The waiting call runs after it: the second permit of the burst is there.
+      expect(await early).toBe(0);
+      expect(await take(pool)).toBeGreaterThan(0);
+    } finally {
+      holder.release();
+    }
   });
 
   it('creates its table with the others (in mysqlLockStoreSql) and keeps one row per key, prefixed', async () => {
