@@ -38,14 +38,15 @@ function setup(
   return { time, store, probe, logger, config, runner };
 }
 
-/**
- * An every-second job whose wake after its 02:00:01 fire comes `lateMs` late: the wall clock moved
- * on while no timer ran (a frozen process, a VM paused). Runs `thenMs` more, and stops.
- */
 /** How long before an instant the fire queue wakes first (`FireQueue`'s `prepareLeadMs`). */
 const prepareLeadMs = 5;
 
-/** The wake for 02:00:02 comes `lateMs` after it: the wall clock moves on while no timer runs. */
+/**
+ * An every-second job whose wake after its 02:00:01 fire comes `lateMs` late: the wall clock moved
+ * on while no timer ran (a frozen process, a VM paused). Runs `thenMs` more, and stops. From a
+ * `lateMs` of 995 the wall clock moves a second or more past the monotonic one: the queue also
+ * reports a clock step, which changes no fire.
+ */
 async function lateWake(lateMs: number, thenMs = 0) {
   const context = setup((probe) => [resolvedJob({ run: probe.run })]);
   const { time, runner } = context;

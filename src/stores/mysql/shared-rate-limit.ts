@@ -32,12 +32,15 @@ export function rateLimitTableSql(table: string): string {
  */
 export function rateLimitSql(table: string): string {
   // The database's clock when the expression is evaluated, in epoch microseconds: the statement's
-  // instant (`nowUs`) plus the time since it (`SYSDATE(6)` is read when evaluated, `NOW(6)` is the
-  // statement's start, both in the session's time zone, which their difference leaves out). Read
-  // in the update, it is the clock once the row's lock is taken. Kept within 0 to 60 s (a statement
-  // waits no longer on a row lock by default), so that a time zone change between the two reads
-  // cannot move it by an hour; a server started with `--sysdate-is-now` gives the statement's instant.
-  const lockedNowUs = `(${nowUs} + LEAST(GREATEST(TIMESTAMPDIFF(MICROSECOND, NOW(6), SYSDATE(6)), 0), 60000000))`;
+  // instant (`nowUs`) plus the time since it. `SYSDATE(6)` is read when evaluated, `NOW(6)` is the
+  // statement's start; both are in the session's time zone, and `UNIX_TIMESTAMP` takes each to UTC
+  // (across a spring-forward gap too). Read in the update, it is the clock once the row's lock is
+  // taken. Kept within 0 to 60 s (a statement waits no longer on a row lock by default): an hour
+  // that a fall-back repeats may take the two readings an hour apart, and then counts for none. A
+  // server started with `--sysdate-is-now` gives the statement's instant. Each mention reads the
+  // clock again: they differ by microseconds.
+  const sinceStartUs = 'FLOOR((UNIX_TIMESTAMP(SYSDATE(6)) - UNIX_TIMESTAMP(NOW(6))) * 1000000)';
+  const lockedNowUs = `(${nowUs} + LEAST(GREATEST(${sinceStartUs}, 0), 60000000))`;
   const due = `GREATEST(tat_us, ${lockedNowUs})`;
   return `INSERT INTO ${table} (limit_key, tat_us) VALUES (?, ${nowUs} + ? + LAST_INSERT_ID(0))
 ON DUPLICATE KEY UPDATE

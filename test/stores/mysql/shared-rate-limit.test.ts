@@ -53,13 +53,21 @@ describe.skipIf(!mysqlUrl)('MysqlLockStore.sharedRateLimiter', () => {
       await holder.query(`SELECT tat_us FROM ${limits} WHERE limit_key = 'race' FOR UPDATE`);
       // A call whose statement starts now (the server runs it: its instant is set) and waits for
       // the row's lock...
-      const early = take(pool);
-      for (;;) {
+      let settled = false;
+      const early = take(pool).finally(() => {
+        settled = true;
+      });
+      // Until the server runs it; `early` cannot settle before the holder commits, unless it failed.
+      for (let polls = 0; ; polls++) {
         const [running] = await pool.query(
           'SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE INFO LIKE ?',
           [`INSERT INTO ${limits}%`],
         );
         if (Number((running as Array<{ n: number }>)[0]!.n) > 0) break;
+        if (settled || polls >= 1_000) {
+          await early;
+          throw new Error(`the waiting call was not seen running after ${polls} polls`);
+        }
       }
       // ... while the holder takes a permit, later on the clock (as the statement would: the row
       // one interval past the clock), and commits.
