@@ -25,18 +25,18 @@ export interface FireQueueOptions<Entry extends DueEntry> {
   /** The longest the queue sleeps before it reads the wall clock again. Defaults to 1 s. */
   readonly recheckEveryMs?: number;
   /**
-   * Called `prepareLeadMs` before an instant after a longer sleep, so that what the instant's fires
-   * need first (a connection to the store, a process woken from idle) is awake when they start.
+   * Called on the early wake `prepareLeadMs` before an instant (see the class), so that what the
+   * instant's fires need first (a connection to the store) is awake when they start.
    */
   readonly onPrepare?: () => void;
-  /** How long before an instant `onPrepare` is called. Defaults to 5 ms. */
+  /** How long before an instant the queue wakes first. Defaults to 5 ms. */
   readonly prepareLeadMs?: number;
 }
 
 /** An entry's next due instant, `undefined` for none, or a function that tells it later. */
 export type NextDue = number | undefined | (() => number | undefined);
 
-/** How long before an instant the queue calls `onPrepare`, by default. */
+/** How long before an instant the queue wakes first, by default. */
 const defaultPrepareLeadMs = 5;
 
 /** Wall-clock moves against the monotonic clock smaller than this are drift, not a step. */
@@ -51,6 +51,10 @@ const clockStepThresholdMs = 1_000;
  * that fires early finds nothing due and re-arms; a wall clock stepped forward is noticed within
  * `recheckEveryMs` (the longest sleep), and one stepped back makes the queue wait for it. Sleeps
  * are also capped at 2^31 - 1 ms, the longest a timer can hold.
+ *
+ * A sleep that ends on an instant wakes `prepareLeadMs` before it first (calling `onPrepare`),
+ * then on the instant: a process that slept for seconds starts its fires about a ms later than
+ * one just awake (docs/benchmarks.md).
  *
  * @example
  * const queue = new FireQueue({ time, onDue: (entry, now) => nextInstantAfter(now) });
@@ -123,13 +127,8 @@ export class FireQueue<Entry extends DueEntry> {
     this.#armedMonotonic = this.#time.monotonic();
     const untilDue = first.dueAt - this.#armedWall;
     const waitMs = Math.min(Math.max(untilDue, 0), this.#recheckEveryMs, maxTimerDelay);
-    // The instant comes within this sleep: wake a little before it first (see `onPrepare`).
-    if (
-      this.#onPrepare !== undefined &&
-      waitMs === untilDue &&
-      untilDue > this.#prepareLeadMs &&
-      this.#preparedFor !== first.dueAt
-    ) {
+    // The instant comes within this sleep: wake a little before it first (see the class).
+    if (waitMs === untilDue && untilDue > this.#prepareLeadMs && this.#preparedFor !== first.dueAt) {
       this.#timer = this.#time.setTimeout(this.#prepare, untilDue - this.#prepareLeadMs);
       return;
     }
@@ -150,7 +149,9 @@ export class FireQueue<Entry extends DueEntry> {
     // The rest of the same sleep: its wake compares both clocks since it began, so a clock step
     // during the sleep is still told.
     const waitMs = Math.min(Math.max(first.dueAt - this.#time.now(), 0), this.#recheckEveryMs);
-    this.#timer = this.#time.setTimeout(this.#wake, waitMs);
+    // Late already (a busy loop): no timer hop before the wake.
+    if (waitMs === 0) this.#wake();
+    else this.#timer = this.#time.setTimeout(this.#wake, waitMs);
   };
 
   #clearTimer(): void {

@@ -199,15 +199,14 @@ export class JobRunner {
     this.#queue = new FireQueue({
       time: this.#time,
       onDue: (scheduled, now) => this.#onDue(scheduled, now),
-      // The queue wakes a few ms before an instant: a process that slept for seconds starts its
-      // fires about a ms later than one just awake (docs/benchmarks.md). When some job claims
+      // The queue wakes a few ms before an instant (see `FireQueue`): when some job claims
       // through a store that can warm up (`RunLedger.warmUp`), that wake also sends it one
       // request, so the claims go out on an awake connection.
       onPrepare:
         typeof this.#environment.ledger?.warmUp === 'function' &&
         this.#jobs.some(({ job }) => job.lock !== false)
           ? () => this.#warmUpStore()
-          : () => {},
+          : undefined,
       onClockStep: (stepMs) =>
         this.#logger.info(
           { stepMs },

@@ -12,7 +12,11 @@ interface Entry extends DueEntry {
   readonly everyMs?: number;
 }
 
-function setup(time: FakeTimeProvider = new FakeTimeProvider(start), recheckEveryMs?: number) {
+function setup(
+  time: FakeTimeProvider = new FakeTimeProvider(start),
+  recheckEveryMs?: number,
+  prepareLeadMs?: number,
+) {
   const handed: Array<{ name: string; dueAt: number; now: number }> = [];
   const steps: number[] = [];
   const queue = new FireQueue<Entry>({
@@ -23,6 +27,7 @@ function setup(time: FakeTimeProvider = new FakeTimeProvider(start), recheckEver
     },
     onClockStep: (stepMs) => steps.push(stepMs),
     recheckEveryMs,
+    prepareLeadMs,
   });
   return { time, queue, handed, steps };
 }
@@ -116,7 +121,8 @@ describe('FireQueue', () => {
 
   it('chunks a wait longer than one timer can hold (2^31 - 1 ms) and hands the entry out on its instant', async () => {
     const time = new RecordingTimeProvider(start);
-    const { queue, handed } = setup(time, Number.POSITIVE_INFINITY);
+    // No early wake (its lead is 0): the timers are the sleep's alone.
+    const { queue, handed } = setup(time, Number.POSITIVE_INFINITY, 0);
     const dueAt = start + 30 * 86_400_000; // 2,592,000,000 ms away
     queue.add({ name: 'in-30-days', dueAt, order: 0 });
     queue.start();
@@ -131,7 +137,8 @@ describe('FireQueue', () => {
   it('a timer that fires early finds nothing due and re-arms for the rest', async () => {
     const time = new RecordingTimeProvider(start);
     time.earlyByMs = 300;
-    const { queue, handed } = setup(time);
+    // No early wake (its lead is 0): the timers are the sleep's alone.
+    const { queue, handed } = setup(time, undefined, 0);
     queue.add({ name: 'soon', dueAt: start + 1_000, order: 0 });
     queue.start();
     await time.advance(699);
@@ -179,6 +186,23 @@ describe('FireQueue', () => {
 });
 
 describe('FireQueue: onPrepare', () => {
+  it('wakes prepareLeadMs before an instant without onPrepare too, and an early wake that comes late hands out at once', async () => {
+    const time = new RecordingTimeProvider(start);
+    const { queue, handed } = setup(time);
+    queue.add({ name: 'soon', dueAt: start + 1_000, order: 0 });
+    queue.add({ name: 'later', dueAt: start + 3_000, order: 1 });
+    queue.start();
+    await time.advance(2_000);
+    // Early, on the instant, a 1 s recheck, then early for 3 s.
+    expect(time.delays).toEqual([995, 5, 1_000, 995]);
+    expect(handed).toEqual([{ name: 'soon', dueAt: start + 1_000, now: start + 1_000 }]);
+    // The early wake for 3 s runs 10 ms late (a busy loop): no timer before the wake.
+    time.setNow(time.now() + 10);
+    await time.advance(995);
+    expect(time.delays).toEqual([995, 5, 1_000, 995]);
+    expect(handed.at(-1)).toEqual({ name: 'later', dueAt: start + 3_000, now: start + 3_005 });
+  });
+
   it('is called prepareLeadMs before an instant it slept toward, once an instant, and the entries still come out on the instant', async () => {
     const time = new FakeTimeProvider(start);
     const prepared: number[] = [];
